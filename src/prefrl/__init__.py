@@ -1,0 +1,3 @@
+"""prefrl: fast, label-efficient reward learning from preference comparisons."""
+
+__version__ = "0.1.0"

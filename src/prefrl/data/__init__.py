@@ -1,0 +1,24 @@
+"""Trajectories, fragments and preference datasets (NumPy only, no RL dependencies)."""
+
+from prefrl.data.dataset import AddReport, PreferenceDataset, validate_labels
+from prefrl.data.fragments import (
+    FragmentArrays,
+    Fragments,
+    SampleReport,
+    random_pairs,
+    sample_fragments,
+)
+from prefrl.data.trajectories import Trajectory, TrajectoryBatch
+
+__all__ = [
+    "AddReport",
+    "FragmentArrays",
+    "Fragments",
+    "PreferenceDataset",
+    "SampleReport",
+    "Trajectory",
+    "TrajectoryBatch",
+    "random_pairs",
+    "sample_fragments",
+    "validate_labels",
+]

@@ -1,0 +1,177 @@
+"""A growable, optionally bounded (FIFO) set of labelled fragment pairs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from prefrl.data.arrays import check_finite, obs_from_flat_dict, obs_to_flat_dict
+from prefrl.data.fragments import Fragments
+from prefrl.data.trajectories import load_npz_checked
+
+PREF_FORMAT = "prefrl.preferences"
+PREF_VERSION = 1
+
+
+@dataclass(frozen=True)
+class AddReport:
+    """What :meth:`PreferenceDataset.add` stored."""
+
+    added: int
+    skipped: int
+    """Pairs whose label was NaN (skipped or incomparable): not stored."""
+    evicted: int
+    """Oldest pairs dropped to respect ``max_size``."""
+
+
+def validate_labels(labels: np.ndarray, n_pairs: int) -> np.ndarray:
+    """Check ``labels`` is ``[n_pairs]`` of values in [0, 1] or NaN; returns float32."""
+    labels = np.asarray(labels, dtype=np.float32)
+    if labels.shape != (n_pairs,):
+        raise ValueError(f"labels must have shape ({n_pairs},), got {labels.shape}")
+    if np.any(np.isinf(labels)):
+        raise ValueError("labels contain inf; a label is P(first preferred) in [0, 1]")
+    known = labels[~np.isnan(labels)]
+    if np.any((known < 0) | (known > 1)):
+        bad = known[(known < 0) | (known > 1)][:5]
+        raise ValueError(f"labels must lie in [0, 1] (P(first preferred)); got {bad.tolist()}")
+    return labels
+
+
+class PreferenceDataset:
+    """Labelled pairs of fragments; each frame stored once.
+
+    Attributes:
+        fragments: the fragments referenced by pairs (``None`` while empty).
+        pairs: ``[B, 2]`` indices into ``fragments``.
+        labels: ``[B]`` float32, P(first preferred) in [0, 1].
+        pair_ids: ``[B]`` int64, a unique, increasing id per pair ever added.
+        max_size: at most this many pairs are kept (oldest evicted first); ``None``: unbounded.
+    """
+
+    def __init__(self, max_size: int | None = None) -> None:
+        if max_size is not None and max_size < 1:
+            raise ValueError(f"max_size must be positive or None, got {max_size}")
+        self.max_size = max_size
+        self.fragments: Fragments | None = None
+        self.pairs = np.zeros((0, 2), dtype=np.int64)
+        self.labels = np.zeros(0, dtype=np.float32)
+        self.pair_ids = np.zeros(0, dtype=np.int64)
+        self.next_id = 0
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def add(self, fragments: Fragments, pairs: np.ndarray, labels: np.ndarray) -> AddReport:
+        """Add labelled pairs of ``fragments``; NaN labels (no answer) are skipped.
+
+        Args:
+            fragments: ``N`` fragments; only those that labelled pairs use are copied.
+            pairs: ``[B, 2]`` indices into ``fragments``.
+            labels: ``[B]`` P(first preferred) in [0, 1], or NaN for no answer.
+        """
+        pairs = np.asarray(pairs, dtype=np.int64)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs must have shape [B, 2], got {pairs.shape}")
+        labels = validate_labels(labels, len(pairs))
+        if len(pairs) and (pairs.min() < 0 or pairs.max() >= len(fragments)):
+            raise ValueError(f"pair indices must lie in [0, {len(fragments)}), got max {pairs.max()}")
+        if self.fragments is not None and self.fragments.length != fragments.length:
+            raise ValueError(
+                f"fragment length {fragments.length} differs from the dataset's {self.fragments.length}"
+            )
+        if fragments.table_rews is not None:
+            check_finite("fragment rewards", fragments.table_rews)
+        keep = ~np.isnan(labels)
+        pairs, labels = pairs[keep], labels[keep]
+        if len(pairs) == 0:
+            return AddReport(0, int((~keep).sum()), 0)
+        used, inverse = np.unique(pairs, return_inverse=True)
+        new = fragments.select(used).compact()
+        offset = 0 if self.fragments is None else len(self.fragments)
+        self.fragments = new if self.fragments is None else Fragments.concat([self.fragments, new])
+        self.pairs = np.concatenate([self.pairs, inverse.reshape(-1, 2) + offset])
+        self.labels = np.concatenate([self.labels, labels])
+        ids = np.arange(self.next_id, self.next_id + len(labels), dtype=np.int64)
+        self.pair_ids = np.concatenate([self.pair_ids, ids])
+        self.next_id += len(labels)
+        evicted = 0
+        if self.max_size is not None and len(self) > self.max_size:
+            evicted = len(self) - self.max_size
+            self._keep(np.arange(evicted, len(self)))
+        return AddReport(len(labels), int((~keep).sum()), evicted)
+
+    def _keep(self, idx: np.ndarray) -> None:
+        """Keep pairs ``idx`` and drop fragments no pair references any more."""
+        assert self.fragments is not None
+        pairs = self.pairs[idx]
+        used, inverse = np.unique(pairs, return_inverse=True)
+        self.fragments = self.fragments.select(used).compact()
+        self.pairs = inverse.reshape(-1, 2).astype(np.int64)
+        self.labels = self.labels[idx]
+        self.pair_ids = self.pair_ids[idx]
+
+    def validation_mask(self, fraction: float) -> np.ndarray:
+        """``[B]`` bool: a stable validation split (a pair never changes side as data grows)."""
+        if not 0.0 <= fraction < 1.0:
+            raise ValueError(f"validation fraction must lie in [0, 1), got {fraction}")
+        h = (self.pair_ids * 2654435761 + 12345) % 4294967296  # Knuth multiplicative hash
+        return h < fraction * 4294967296
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | Path) -> Path:
+        """Write to ``.npz`` (no pickle); the write is atomic."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "format": PREF_FORMAT,
+            "version": PREF_VERSION,
+            "max_size": self.max_size,
+            "next_id": self.next_id,
+            "length": None if self.fragments is None else self.fragments.length,
+        }
+        arrays: dict[str, np.ndarray] = {
+            "__meta__": np.array(json.dumps(meta)),
+            "pairs": self.pairs,
+            "labels": self.labels,
+            "pair_ids": self.pair_ids,
+        }
+        f = self.fragments
+        if f is not None:
+            arrays.update(obs_to_flat_dict("obs", f.table_obs))
+            arrays.update(acts=f.table_acts, dones=f.table_dones, rows=f.rows)
+            arrays.update(episode=f.episode, start=f.start)
+            if f.table_rews is not None:
+                arrays["rews"] = f.table_rews
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, **arrays)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> PreferenceDataset:
+        """Read a file written by :meth:`save`; a clear ``ValueError`` for anything else."""
+        data = load_npz_checked(path, PREF_FORMAT, PREF_VERSION)
+        meta = json.loads(str(data["__meta__"]))
+        ds = cls(max_size=meta.get("max_size"))
+        try:
+            ds.pairs = data["pairs"].astype(np.int64).reshape(-1, 2)
+            ds.labels = validate_labels(data["labels"], len(ds.pairs))
+            ds.pair_ids = data["pair_ids"].astype(np.int64)
+            ds.next_id = int(meta["next_id"])
+            if meta.get("length") is not None:
+                ds.fragments = Fragments(
+                    obs_from_flat_dict("obs", data), data["acts"], data.get("rews"),
+                    data["dones"].astype(bool), data["rows"].astype(np.int64), int(meta["length"]),
+                    data["episode"].astype(np.int64), data["start"].astype(np.int64),
+                )  # fmt: skip
+                if len(ds.pairs) and ds.pairs.max() >= len(ds.fragments):
+                    raise ValueError("pair indices point past the stored fragments")
+            elif len(ds.pairs):
+                raise ValueError("pairs stored without fragments")
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"{path}: corrupt prefrl preference file ({e})") from e
+        return ds

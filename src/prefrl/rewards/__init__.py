@@ -1,0 +1,20 @@
+"""Reward networks: MLP, CNN, ensembles (stacked weights), normalisation, shaping."""
+
+from prefrl.rewards.io import build_reward_net, load_reward_net, save_reward_net
+from prefrl.rewards.layers import EnsembleLinear, EnsembleMLP
+from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, ShapedReward, to_tensor
+from prefrl.rewards.normalization import RunningNorm
+
+__all__ = [
+    "CNNReward",
+    "EnsembleLinear",
+    "EnsembleMLP",
+    "MLPReward",
+    "RewardNet",
+    "RunningNorm",
+    "ShapedReward",
+    "build_reward_net",
+    "load_reward_net",
+    "save_reward_net",
+    "to_tensor",
+]

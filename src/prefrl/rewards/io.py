@@ -1,0 +1,76 @@
+"""Save and load reward networks: weights in safetensors, constructor config as JSON.
+
+One ``.safetensors`` file holds the ``state_dict`` and, in its metadata, the JSON
+config needed to rebuild the network. Nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorsError
+from safetensors.torch import load_file, save_file
+
+import prefrl
+from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, ShapedReward
+from prefrl.rewards.spaces import space_from_json
+
+FORMAT = "prefrl.reward_net"
+
+
+def build_reward_net(config: dict[str, Any]) -> RewardNet:
+    """Rebuild an (untrained) network from :attr:`RewardNet.config`."""
+    cfg = dict(config)
+    cls = cfg.pop("class", None)
+    if cls == "ShapedReward":
+        base = build_reward_net(cfg.pop("base"))
+        return ShapedReward(base, **cfg)
+    if cls in ("MLPReward", "CNNReward"):
+        obs_space = space_from_json(cfg.pop("observation_space"))
+        act_space = space_from_json(cfg.pop("action_space"))
+        klass = MLPReward if cls == "MLPReward" else CNNReward
+        return klass(obs_space, act_space, **cfg)
+    raise ValueError(f"unknown reward network class {cls!r}")
+
+
+def save_reward_net(net: RewardNet, path: str | Path) -> Path:
+    """Write ``net`` to ``path`` (``.safetensors``); atomic."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "format": FORMAT,
+        "config": json.dumps(net.config),
+        "prefrl_version": prefrl.__version__,
+        "torch_version": torch.__version__,
+    }
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(state, str(tmp), metadata=meta)
+    tmp.replace(path)
+    return path
+
+
+def load_reward_net(path: str | Path, device: torch.device | str = "cpu") -> RewardNet:
+    """Load a network written by :func:`save_reward_net`, with clear errors for bad files."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such reward model file")
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        state = load_file(str(path), device="cpu")
+    except (SafetensorsError, OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable reward model ({e})") from e
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a prefrl reward model (format {meta.get('format')!r})")
+    net = build_reward_net(json.loads(meta["config"]))
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as e:
+        raise ValueError(f"{path}: weights do not match the stored config ({e})") from e
+    return net.to(device)

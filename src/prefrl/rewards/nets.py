@@ -1,0 +1,334 @@
+"""Reward networks. Every network is an ensemble (``E >= 1`` members, stacked weights).
+
+A network maps transitions with any leading dimensions ``*lead`` (e.g. ``[B, 2, L]``)
+to rewards ``[E, *lead]`` in two steps:
+
+- :meth:`RewardNet.encode`: a fixed, gradient-free transform of raw inputs into
+  features (one-hot encoding, normalisation, image layout) -- a dict of tensors with
+  leading dims ``*lead``. Trainers compute it once per fragment and index into it.
+- :meth:`RewardNet.score`: the trainable part, ``features -> [E, *lead]``. With
+  ``per_member=True`` the features carry a leading ``E`` dimension so that each member
+  sees its own rows (bootstrap resampling) in the same single batched pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from prefrl.rewards.layers import ACTIVATIONS, EnsembleMLP
+from prefrl.rewards.normalization import RunningNorm
+from prefrl.rewards.spaces import (
+    channels_first,
+    encode_space,
+    event_ndim,
+    flat_dim,
+    is_image_space,
+    space_to_json,
+)
+
+Features = dict[str, torch.Tensor]
+
+
+def to_tensor(x: Any, device: torch.device | str | None = None) -> Any:
+    """NumPy array (or dict of them) -> tensor(s) on ``device``; tensors pass through."""
+    if isinstance(x, dict):
+        return {k: to_tensor(v, device) for k, v in x.items()}
+    if isinstance(x, torch.Tensor):
+        return x.to(device) if device is not None else x
+    return torch.as_tensor(np.asarray(x), device=device)
+
+
+class RewardNet(nn.Module):
+    """Base class: an ensemble reward ``r(obs, act, next_obs, done) -> [E, *lead]``."""
+
+    ensemble_size: int
+    observation_space: spaces.Space
+    action_space: spaces.Space
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._config: dict[str, Any] = {}
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    # ----------------------------------------------------------- interface
+    def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
+        """Raw tensors ``[*lead, ...]`` -> feature tensors ``[*lead, ...]`` (no gradients)."""
+        raise NotImplementedError
+
+    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+        """Features ``[*lead, ...]`` (``[E, *lead, ...]`` if per member) -> ``[E, *lead]``."""
+        raise NotImplementedError
+
+    def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
+        """Update input normalisation from a batch of raw transitions (default: none)."""
+
+    def l2_per_member(self) -> torch.Tensor:
+        """``[E]`` squared weight norm of each member (for adaptive L2)."""
+        total = torch.zeros(self.ensemble_size, device=self.device)
+        for m in self.modules():
+            if isinstance(m, EnsembleMLP):
+                total = total + m.l2_per_member()
+        return total
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """JSON-able constructor arguments (see :func:`prefrl.rewards.io.build_reward_net`)."""
+        return {"class": type(self).__name__, **self._config}
+
+    # --------------------------------------------------------- conveniences
+    def forward(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> torch.Tensor:
+        """Rewards ``[E, *lead]`` for transitions with leading dims ``*lead``."""
+        return self.score(self.encode(obs, acts, next_obs, dones))
+
+    def _inputs(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> tuple[Any, ...]:
+        dev = self.device
+        obs, acts, next_obs = to_tensor(obs, dev), to_tensor(acts, dev), to_tensor(next_obs, dev)
+        if dones is None:  # no terminal flags given: none of the transitions is terminal
+            lead = acts.shape[: acts.dim() - event_ndim(self.action_space)]
+            return obs, acts, next_obs, torch.zeros(lead, device=dev)
+        return obs, acts, next_obs, to_tensor(dones, dev)
+
+    @torch.no_grad()
+    def predict(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Ensemble mean and std ``[*lead]`` as NumPy, from NumPy or tensor inputs."""
+        r = self(*self._inputs(obs, acts, next_obs, dones))
+        std = r.std(0, unbiased=False) if r.shape[0] > 1 else torch.zeros_like(r[0])
+        return r.mean(0).cpu().numpy(), std.cpu().numpy()
+
+
+class MLPReward(RewardNet):
+    """An ensemble of MLPs on the chosen inputs among ``(obs, act, next_obs, done)``.
+
+    Works with Box, Discrete, MultiDiscrete, MultiBinary and Dict observation and
+    action spaces (one-hot for the discrete ones). Inputs are normalised by running
+    statistics when ``normalize_input`` is set.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        hidden: Sequence[int] = (32, 32),
+        ensemble_size: int = 1,
+        use_obs: bool = True,
+        use_act: bool = True,
+        use_next_obs: bool = False,
+        use_done: bool = False,
+        activation: str = "relu",
+        normalize_input: bool = True,
+    ) -> None:
+        super().__init__()
+        if not (use_obs or use_act or use_next_obs or use_done):
+            raise ValueError("a reward net needs at least one input among obs/act/next_obs/done")
+        if ensemble_size < 1:
+            raise ValueError(f"ensemble_size must be >= 1, got {ensemble_size}")
+        self.observation_space, self.action_space = observation_space, action_space
+        self.ensemble_size = ensemble_size
+        self.use = (use_obs, use_act, use_next_obs, use_done)
+        d_obs, d_act = flat_dim(observation_space), flat_dim(action_space)
+        dim = d_obs * (use_obs + use_next_obs) + d_act * use_act + int(use_done)
+        self.norm = RunningNorm(dim) if normalize_input else None
+        self.mlp = EnsembleMLP(ensemble_size, dim, hidden, 1, activation)
+        self._config = {
+            "observation_space": space_to_json(observation_space),
+            "action_space": space_to_json(action_space),
+            "hidden": list(hidden),
+            "ensemble_size": ensemble_size,
+            "use_obs": use_obs,
+            "use_act": use_act,
+            "use_next_obs": use_next_obs,
+            "use_done": use_done,
+            "activation": activation,
+            "normalize_input": normalize_input,
+        }
+
+    def _raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> torch.Tensor:
+        parts = []
+        if self.use[0]:
+            parts.append(encode_space(self.observation_space, obs))
+        if self.use[1]:
+            parts.append(encode_space(self.action_space, acts))
+        if self.use[2]:
+            parts.append(encode_space(self.observation_space, next_obs))
+        if self.use[3]:
+            parts.append(dones.float().unsqueeze(-1))
+        lead = {tuple(p.shape[:-1]) for p in parts}
+        if len(lead) != 1:
+            raise ValueError(f"obs/acts/next_obs/dones have different leading shapes: {lead}")
+        return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
+
+    @torch.no_grad()
+    def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
+        x = self._raw(obs, acts, next_obs, dones)
+        return {"x": self.norm(x) if self.norm is not None else x}
+
+    @torch.no_grad()
+    def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
+        if self.norm is not None:
+            self.norm.update(self._raw(obs, acts, next_obs, dones))
+
+    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+        return self.mlp(feats["x"], per_member=per_member).squeeze(-1)
+
+
+class CNNReward(RewardNet):
+    """An ensemble of small CNNs for ``uint8`` image observations (HWC or CHW).
+
+    Pixels are scaled to [0, 1] inside the network. All members run as one grouped
+    convolution (``groups=E``), so the ensemble costs one pass. Actions (and done flags)
+    join after the convolutions when used.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        ensemble_size: int = 1,
+        channels: Sequence[int] = (16, 32, 32),
+        kernels: Sequence[int] = (8, 4, 3),
+        strides: Sequence[int] = (4, 2, 1),
+        hidden: Sequence[int] = (64,),
+        use_act: bool = True,
+        use_done: bool = False,
+        activation: str = "relu",
+        chw: bool | None = None,
+    ) -> None:
+        super().__init__()
+        if not is_image_space(observation_space):
+            raise ValueError(
+                f"CNNReward needs a uint8 image Box observation space (HWC or CHW), "
+                f"got {observation_space}; use MLPReward for vector observations"
+            )
+        if not len(channels) == len(kernels) == len(strides):
+            raise ValueError("channels, kernels and strides must have the same length")
+        self.observation_space, self.action_space = observation_space, action_space
+        self.ensemble_size, self.use_act, self.use_done = ensemble_size, use_act, use_done
+        shape = tuple(observation_space.shape)  # type: ignore[arg-type]
+        self.chw = channels_first(shape) if chw is None else chw
+        c, h, w = shape if self.chw else (shape[2], shape[0], shape[1])
+        e = ensemble_size
+        layers: list[nn.Module] = []
+        in_c = c
+        for out_c, k, s in zip(channels, kernels, strides):
+            layers += [nn.Conv2d(in_c * e, out_c * e, k, s, groups=e), ACTIVATIONS[activation]()]
+            in_c = out_c
+        self.conv = nn.Sequential(*layers)
+        with torch.no_grad():
+            n_flat = self.conv(torch.zeros(1, c * e, h, w)).shape[1] // e
+        d_vec = flat_dim(action_space) * use_act + int(use_done)
+        self.head = EnsembleMLP(e, n_flat + d_vec, hidden, 1, activation)
+        self.image_shape = (c, h, w)
+        self._config = {
+            "observation_space": space_to_json(observation_space),
+            "action_space": space_to_json(action_space),
+            "ensemble_size": ensemble_size,
+            "channels": list(channels),
+            "kernels": list(kernels),
+            "strides": list(strides),
+            "hidden": list(hidden),
+            "use_act": use_act,
+            "use_done": use_done,
+            "activation": activation,
+            "chw": self.chw,
+        }
+
+    @torch.no_grad()
+    def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
+        if obs.dtype != torch.uint8:
+            raise ValueError(f"CNNReward expects uint8 images, got {obs.dtype}")
+        img = obs if self.chw else obs.movedim(-1, -3)  # [*lead, C, H, W]
+        if tuple(img.shape[-3:]) != self.image_shape:
+            raise ValueError(f"images of shape {tuple(obs.shape)} do not match {self.image_shape}")
+        feats: Features = {"img": img}
+        parts = []
+        if self.use_act:
+            parts.append(encode_space(self.action_space, acts))
+        if self.use_done:
+            parts.append(dones.float().unsqueeze(-1))
+        if parts:
+            feats["vec"] = torch.cat(parts, -1)
+        return feats
+
+    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+        img, e = feats["img"], self.ensemble_size
+        c, h, w = self.image_shape
+        if per_member:
+            lead = img.shape[1:-3]
+            x = img.reshape(e, -1, c, h, w).transpose(0, 1).reshape(-1, e * c, h, w)
+        else:
+            lead = img.shape[:-3]
+            x = img.reshape(-1, c, h, w)
+            x = x.repeat(1, e, 1, 1) if e > 1 else x
+        x = x.float().mul_(1.0 / 255.0)
+        z = self.conv(x).flatten(1)  # [M, E*F]
+        z = z.view(z.shape[0], e, -1).transpose(0, 1)  # [E, M, F]
+        if "vec" in feats:
+            v = feats["vec"]
+            v = v.reshape(e, -1, v.shape[-1]) if per_member else v.reshape(1, -1, v.shape[-1])
+            z = torch.cat([z, v.expand(e, -1, -1)], -1)
+        return self.head(z, per_member=True).reshape(e, *lead)
+
+
+class ShapedReward(RewardNet):
+    """``r(s, a, s') + γ (1 - done) Φ(s') − Φ(s)``: a base reward plus a learned potential.
+
+    The potential ``Φ`` is an ensemble MLP on (normalised) observation features with the
+    same number of members as the base network. Shaping of this form leaves optimal
+    policies unchanged (Ng et al., 1999).
+    """
+
+    def __init__(
+        self,
+        base: RewardNet,
+        gamma: float = 0.99,
+        hidden: Sequence[int] = (32, 32),
+        activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+        self.base, self.gamma = base, gamma
+        self.observation_space, self.action_space = base.observation_space, base.action_space
+        self.ensemble_size = base.ensemble_size
+        d = flat_dim(self.observation_space)
+        self.phi_norm = RunningNorm(d)
+        self.potential = EnsembleMLP(self.ensemble_size, d, hidden, 1, activation)
+        self._config = {
+            "base": base.config,
+            "gamma": gamma,
+            "hidden": list(hidden),
+            "activation": activation,
+        }
+
+    @torch.no_grad()
+    def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
+        feats = {f"base.{k}": v for k, v in self.base.encode(obs, acts, next_obs, dones).items()}
+        feats["phi_s"] = self.phi_norm(encode_space(self.observation_space, obs))
+        feats["phi_next"] = self.phi_norm(encode_space(self.observation_space, next_obs))
+        feats["done"] = dones.float()
+        return feats
+
+    @torch.no_grad()
+    def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
+        self.base.update_stats(obs, acts, next_obs, dones)
+        self.phi_norm.update(encode_space(self.observation_space, obs))
+
+    def potential_value(self, feats: torch.Tensor, per_member: bool = False) -> torch.Tensor:
+        """``Φ`` for normalised observation features -> ``[E, *lead]``."""
+        return self.potential(feats, per_member=per_member).squeeze(-1)
+
+    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+        base = {k[5:]: v for k, v in feats.items() if k.startswith("base.")}
+        r = self.base.score(base, per_member=per_member)
+        phi_s = self.potential_value(feats["phi_s"], per_member)
+        phi_next = self.potential_value(feats["phi_next"], per_member)
+        return r + self.gamma * (1.0 - feats["done"]) * phi_next - phi_s

@@ -1,0 +1,267 @@
+"""Fit a reward network to labelled pairs: minibatch AdamW, all ensemble members at once.
+
+Per call to :meth:`RewardTrainer.train`, every fragment of the dataset is encoded once
+(``RewardNet.encode``); minibatches then only index that feature table, so a step is one
+forward and one backward pass over ``[E, b, 2, L]`` transitions, whatever ``E``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.fragments import Fragments
+from prefrl.preference.model import preference_logits, preference_loss, preference_metrics
+from prefrl.rewards.encode import encode_fragments, gather
+from prefrl.rewards.nets import Features, RewardNet, to_tensor
+from prefrl.training.logger import Logger, NullLogger
+
+
+@dataclass
+class RewardTrainerConfig:
+    """How the reward network is fitted to preferences."""
+
+    lr: float = 3e-3
+    """AdamW learning rate."""
+    batch_size: int = 32
+    """Pairs per optimiser step (per ensemble member)."""
+    grad_accum_steps: int = 1
+    """Split each batch into this many chunks whose gradients are accumulated (saves memory)."""
+    epochs: float = 3.0
+    """Passes over the training pairs per call to ``train`` (fractions allowed)."""
+    weight_decay: float = 0.0
+    """AdamW decoupled weight decay."""
+    val_fraction: float = 0.1
+    """Share of pairs held out for validation (a stable split by pair id)."""
+    adaptive_l2: bool = False
+    """Adapt an L2 penalty per member to keep validation loss within ``l2_band`` x train loss."""
+    l2_init: float = 1e-4
+    """Initial L2 coefficient (also the fixed coefficient when not adaptive; 0 disables)."""
+    l2_band: tuple[float, float] = (1.1, 1.5)
+    """Target band of validation loss / training loss (DRLHP: 1.1 to 1.5)."""
+    l2_factor: float = 2.0
+    """Factor by which the L2 coefficient moves after each epoch outside the band."""
+    error_rate: float = 0.0
+    """Assumed probability that the teacher answers at random (DRLHP used 0.1)."""
+    discount: float = 1.0
+    """Discount applied to rewards within a fragment when forming returns."""
+    bootstrap: bool = True
+    """Give each ensemble member its own bootstrap resample of the training pairs."""
+    update_normalization: bool = True
+    """Fold newly added fragments into the network's input normalisation before training."""
+    max_grad_norm: float | None = None
+    """Clip the gradient norm (``None``: no clipping)."""
+    seed: int = 0
+    """Seed of the trainer's own random generator (batch order, bootstrap)."""
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.grad_accum_steps < 1:
+            raise ValueError("batch_size and grad_accum_steps must be >= 1")
+        if self.batch_size % self.grad_accum_steps:
+            raise ValueError(
+                f"batch_size {self.batch_size} is not divisible by grad_accum_steps {self.grad_accum_steps}"
+            )
+        if self.epochs <= 0:
+            raise ValueError(f"epochs must be positive, got {self.epochs}")
+        if not 0.0 <= self.error_rate < 1.0:
+            raise ValueError(f"error_rate must lie in [0, 1), got {self.error_rate}")
+
+
+class RewardTrainer:
+    """Trains a :class:`RewardNet` (any ensemble size) on a :class:`PreferenceDataset`."""
+
+    def __init__(
+        self,
+        net: RewardNet,
+        config: RewardTrainerConfig | None = None,
+        logger: Logger | None = None,
+    ) -> None:
+        self.net = net
+        self.config = config or RewardTrainerConfig()
+        self.logger = logger or NullLogger()
+        c = self.config
+        self.optimizer = torch.optim.AdamW(
+            net.parameters(), lr=c.lr, weight_decay=c.weight_decay, foreach=True
+        )
+        dev = net.device
+        self.l2 = torch.full((net.ensemble_size,), c.l2_init, device=dev)
+        self.generator = torch.Generator(device="cpu").manual_seed(c.seed)
+        self.stats_seen = 0  # pairs (by id) already folded into input normalisation
+        self.calls = 0
+        self.global_step = 0
+
+    # ------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue training exactly (optimiser, L2, RNG, counters)."""
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "l2": self.l2.clone(),
+            "generator": self.generator.get_state(),
+            "stats_seen": self.stats_seen,
+            "calls": self.calls,
+            "global_step": self.global_step,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.l2 = state["l2"].to(self.net.device)
+        self.generator.set_state(state["generator"])
+        self.stats_seen = int(state["stats_seen"])
+        self.calls = int(state["calls"])
+        self.global_step = int(state["global_step"])
+
+    # ------------------------------------------------------------ train
+    def _update_stats(self, ds: PreferenceDataset) -> None:
+        new = ds.pair_ids >= self.stats_seen
+        if not new.any() or ds.fragments is None:
+            return
+        frag_idx = np.unique(ds.pairs[new])
+        fa = ds.fragments.arrays(frag_idx)
+        dev = self.net.device
+        self.net.update_stats(
+            to_tensor(fa.obs, dev), to_tensor(fa.acts, dev), to_tensor(fa.next_obs, dev),
+            to_tensor(fa.dones, dev),
+        )  # fmt: skip
+        self.stats_seen = int(ds.next_id)
+
+    def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
+        """Fit the network to ``dataset``; returns metrics (also sent to the logger).
+
+        Args:
+            dataset: labelled pairs (at least one outside the validation split).
+            epoch_multiplier: scales ``config.epochs`` (e.g. longer first training).
+        """
+        c, net = self.config, self.net
+        if len(dataset) == 0 or dataset.fragments is None:
+            raise ValueError("cannot train a reward model on an empty preference dataset")
+        t0 = time.perf_counter()
+        if c.update_normalization:
+            self._update_stats(dataset)
+        dev = net.device
+        feats = encode_fragments(net, dataset.fragments)  # [Nf, L, ...]
+        pairs = torch.as_tensor(dataset.pairs, device=dev)
+        labels = torch.as_tensor(dataset.labels, device=dev)
+        val = dataset.validation_mask(c.val_fraction)
+        train_idx = torch.as_tensor(np.flatnonzero(~val), device=dev)
+        val_idx = torch.as_tensor(np.flatnonzero(val), device=dev)
+        if len(train_idx) == 0:
+            train_idx, val_idx = val_idx, val_idx[:0]  # tiny datasets: train on everything
+        n, e = len(train_idx), net.ensemble_size
+        per_member = e > 1 and c.bootstrap
+        if per_member:  # one bootstrap resample of the training pairs per member: [E, n]
+            boot = train_idx[torch.randint(0, n, (e, n), generator=self.generator).to(dev)]
+        b = min(c.batch_size, n)
+        steps_per_epoch = math.ceil(n / b)
+        total_epochs = c.epochs * epoch_multiplier
+        total_steps = max(1, round(total_epochs * steps_per_epoch))
+        chunk = max(1, b // c.grad_accum_steps)
+        net.train()
+        loss_sum = torch.zeros(e, device=dev)
+        right_sum = torch.zeros((), device=dev)
+        seen = 0
+        epoch_metrics: dict[str, float] = {}
+        step = 0
+        while step < total_steps:
+            if per_member:
+                order = torch.argsort(torch.rand(e, n, generator=self.generator), dim=1).to(dev)
+                epoch_idx = torch.gather(boot, 1, order)  # [E, n]
+            else:
+                epoch_idx = train_idx[torch.randperm(n, generator=self.generator).to(dev)]  # [n]
+            for s in range(steps_per_epoch):
+                if step >= total_steps:
+                    break
+                batch = epoch_idx[..., s * b : (s + 1) * b]  # [E, b] or [b]
+                self.optimizer.zero_grad(set_to_none=True)
+                for k in range(0, batch.shape[-1], chunk):
+                    idx = batch[..., k : k + chunk]
+                    rews = net.score(gather(feats, pairs[idx]), per_member=per_member)  # [E, *, 2, L]
+                    logits = preference_logits(rews, c.discount)  # [E, bc]
+                    y = labels[idx]
+                    loss_e = preference_loss(logits, y, c.error_rate, reduction="none").mean(-1)
+                    loss = loss_e.sum() * (idx.shape[-1] / batch.shape[-1])
+                    if c.l2_init > 0 or c.adaptive_l2:
+                        loss = loss + (self.l2 * net.l2_per_member()).sum() / c.grad_accum_steps
+                    loss.backward()
+                    with torch.no_grad():
+                        loss_sum += loss_e.detach() * idx.shape[-1]
+                        right_sum += ((logits > 0) == (y > 0.5)).float().mean(0).sum()
+                        seen += idx.shape[-1]
+                if c.max_grad_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), c.max_grad_norm)
+                self.optimizer.step()
+                step += 1
+            # end of an epoch: validation and the adaptive L2 rule
+            train_loss = loss_sum / max(seen, 1)  # [E]
+            epoch_metrics = {
+                "train_loss": train_loss.mean().item(),
+                "train_accuracy": (right_sum / max(seen, 1)).item(),
+            }
+            if len(val_idx):
+                val_loss_e, vm = self._validate(feats, pairs[val_idx], labels[val_idx])
+                epoch_metrics.update({f"val_{k}": v for k, v in vm.items()})
+                if c.adaptive_l2:
+                    ratio = val_loss_e / train_loss.clamp_min(1e-8)
+                    lo, hi = c.l2_band
+                    self.l2 = torch.where(ratio > hi, self.l2 * c.l2_factor, self.l2)
+                    self.l2 = torch.where(ratio < lo, self.l2 / c.l2_factor, self.l2)
+                    self.l2.clamp_(1e-8, 10.0)
+            loss_sum.zero_()
+            right_sum.zero_()
+            seen = 0
+        net.eval()
+        self.global_step += total_steps
+        self.calls += 1
+        wall = time.perf_counter() - t0
+        metrics = {
+            **epoch_metrics,
+            "l2_coef": self.l2.mean().item(),
+            "pairs": float(len(dataset)),
+            "epochs": float(total_epochs),
+            "steps": float(total_steps),
+            "wall_s": wall,
+            "comparisons_per_s": total_steps * b / wall,
+        }
+        if dataset.fragments.table_rews is not None:
+            true = torch.as_tensor(dataset.fragments.returns(c.discount), device=dev)
+            true_logits = true[pairs[:, 0]] - true[pairs[:, 1]]
+            metrics["true_reward_loss"] = preference_loss(true_logits, labels, c.error_rate).item()
+        self.logger.log(metrics, self.global_step)
+        return metrics
+
+    @torch.no_grad()
+    def _validate(
+        self, feats: Features, pairs: torch.Tensor, labels: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Per-member validation loss ``[E]`` and ensemble-mean metrics."""
+        logits = preference_logits(self.net.score(gather(feats, pairs)), self.config.discount)
+        per_member = preference_loss(logits, labels, self.config.error_rate, "none").mean(-1)
+        return per_member, preference_metrics(logits.mean(0), labels, self.config.error_rate)
+
+
+@torch.no_grad()
+def evaluate_preferences(
+    net: RewardNet,
+    fragments: Fragments,
+    pairs: np.ndarray,
+    labels: np.ndarray,
+    discount: float = 1.0,
+    error_rate: float = 0.0,
+    batch_size: int = 4096,
+) -> dict[str, float]:
+    """Held-out metrics (loss, accuracy, ties) of the ensemble-mean model on labelled pairs."""
+    pairs = np.asarray(pairs)
+    logits = []
+    for s in range(0, len(pairs), batch_size):
+        p = pairs[s : s + batch_size]
+        used, inv = np.unique(p, return_inverse=True)
+        feats = encode_fragments(net, fragments, used)
+        rews = net.score(gather(feats, torch.as_tensor(inv.reshape(-1, 2), device=net.device)))
+        logits.append(preference_logits(rews, discount).mean(0))
+    y = torch.as_tensor(np.asarray(labels, dtype=np.float32), device=net.device)
+    return preference_metrics(torch.cat(logits), y, error_rate)
