@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorsError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 import prefrl
@@ -59,12 +59,10 @@ def load_reward_net(path: str | Path, device: torch.device | str = "cpu") -> Rew
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such reward model file")
     try:
-        from safetensors import safe_open
-
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
         state = load_file(str(path), device="cpu")
-    except (SafetensorsError, OSError, ValueError) as e:
+    except (SafetensorError, OSError, ValueError) as e:
         raise ValueError(f"{path}: not a readable reward model ({e})") from e
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path}: not a prefrl reward model (format {meta.get('format')!r})")

@@ -1,0 +1,45 @@
+"""The ``prefrl`` command: a thin dispatcher to one module per subcommand.
+
+Each subcommand lives in ``prefrl.cli.<name>`` and exposes ``main(argv: list[str]) -> int``;
+options are typed dataclasses turned into ``--help`` by tyro.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("prefrl.cli.train", "train an agent and a reward model from preferences"),
+    "evaluate": ("prefrl.cli.evaluate", "measure a run's policy on the true reward, record videos"),
+    "rollouts": ("prefrl.cli.rollouts", "write trajectories of a policy (or random) to a file"),
+    "label": ("prefrl.cli.label", "serve the labelling web app / manage labellers"),
+    "interpret": ("prefrl.cli.interpret", "evaluate and visualise what a learned reward rewards"),
+}
+
+
+def usage() -> str:
+    width = max(len(c) for c in COMMANDS)
+    lines = [f"  {name:<{width}}  {desc}" for name, (_, desc) in COMMANDS.items()]
+    return (
+        "usage: prefrl COMMAND [OPTIONS]\n\n"
+        "Learn reward functions from preference comparisons and train agents on them.\n\n"
+        "commands:\n" + "\n".join(lines) + "\n\nRun `prefrl COMMAND --help` for its options."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"prefrl: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
