@@ -69,7 +69,8 @@ class PreferenceDataset:
         """Add labelled pairs of ``fragments``; NaN labels (no answer) are skipped.
 
         Args:
-            fragments: ``N`` fragments; only those that labelled pairs use are copied.
+            fragments: ``N`` fragments; only those that labelled pairs use are copied
+                (without rendered frames: the dataset keeps what the reward model reads).
             pairs: ``[B, 2]`` indices into ``fragments``.
             labels: ``[B]`` P(first preferred) in [0, 1], or NaN for no answer.
         """
@@ -90,7 +91,7 @@ class PreferenceDataset:
         if len(pairs) == 0:
             return AddReport(0, int((~keep).sum()), 0)
         used, inverse = np.unique(pairs, return_inverse=True)
-        new = fragments.select(used).compact()
+        new = fragments.select(used).without_frames().compact()
         offset = 0 if self.fragments is None else len(self.fragments)
         self.fragments = new if self.fragments is None else Fragments.concat([self.fragments, new])
         self.pairs = np.concatenate([self.pairs, inverse.reshape(-1, 2) + offset])

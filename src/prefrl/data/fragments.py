@@ -8,6 +8,7 @@ the first row of each window. Overlapping fragments therefore share frames, and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -50,6 +51,8 @@ class Fragments:
         length: ``L``, transitions per fragment.
         episode: ``[N]`` provenance: episode id of each fragment.
         start: ``[N]`` provenance: step within its episode where it starts.
+        table_frames: optional ``[S, H, W, 3]`` uint8 rendered frames (``env.render()``),
+            aligned with ``table_obs``, for showing clips to people.
     """
 
     table_obs: Any
@@ -60,6 +63,7 @@ class Fragments:
     length: int
     episode: np.ndarray
     start: np.ndarray
+    table_frames: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.length < 1:
@@ -91,6 +95,12 @@ class Fragments:
             rews=None if self.table_rews is None else self.table_rews[head],
         )
 
+    def frames(self, idx: np.ndarray | None = None) -> np.ndarray:
+        """Rendered frames ``[*I, L, H, W, 3]`` (one per step, before its action) of fragments ``idx``."""
+        if self.table_frames is None:
+            raise ValueError("these fragments carry no rendered frames (collect with render=True)")
+        return self.table_frames[self.window(idx)]
+
     @property
     def rews(self) -> np.ndarray | None:
         """``[N, L]`` true rewards, or ``None``."""
@@ -109,8 +119,12 @@ class Fragments:
         idx = np.asarray(idx)
         return Fragments(
             self.table_obs, self.table_acts, self.table_rews, self.table_dones,
-            self.rows[idx], self.length, self.episode[idx], self.start[idx],
+            self.rows[idx], self.length, self.episode[idx], self.start[idx], self.table_frames,
         )  # fmt: skip
+
+    def without_frames(self) -> Fragments:
+        """The same fragments without rendered frames (to save memory)."""
+        return dataclasses.replace(self, table_frames=None)
 
     def compact(self) -> Fragments:
         """Copy out only the rows some fragment uses (each frame once)."""
@@ -125,6 +139,7 @@ class Fragments:
             self.length,
             self.episode.copy(),
             self.start.copy(),
+            None if self.table_frames is None else self.table_frames[used],
         )
 
     @staticmethod
@@ -137,6 +152,7 @@ class Fragments:
             raise ValueError(f"cannot concatenate fragments of different lengths {lengths}")
         offsets = np.cumsum([0] + [obs_len(p.table_obs) for p in parts[:-1]])
         has_rews = all(p.table_rews is not None for p in parts)
+        has_frames = all(p.table_frames is not None for p in parts)
         return Fragments(
             obs_concat([p.table_obs for p in parts]),
             np.concatenate([p.table_acts for p in parts]),
@@ -146,6 +162,7 @@ class Fragments:
             parts[0].length,
             np.concatenate([p.episode for p in parts]),
             np.concatenate([p.start for p in parts]),
+            np.concatenate([p.table_frames for p in parts]) if has_frames else None,  # type: ignore[misc]
         )
 
 
@@ -221,7 +238,7 @@ def sample_fragments(
     frags = Fragments(
         batch.obs, batch.acts, rews, batch.dones,
         rows.astype(np.int64), length, (ep + episode_offset).astype(np.int64),
-        start.astype(np.int64),
+        start.astype(np.int64), batch.infos.get("frames"),
     )  # fmt: skip
     return frags, SampleReport(episodes=len(batch), short_episodes=short, windows=total)
 
