@@ -54,6 +54,71 @@ class EnsembleLinear(nn.Module):
         return f"E={self.ensemble_size}, in={self.in_features}, out={self.out_features}"
 
 
+def _first_layer(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor, shared: bool) -> torch.Tensor:
+    """Affine map of a shared ``[M, in]`` or per-member ``[E, M, in]`` input -> ``[E, M, out]``."""
+    e, d_in, d_out = w.shape
+    if not shared:
+        return torch.baddbmm(b.unsqueeze(1), h, w)
+    if e == 1:
+        return torch.addmm(b[0], h, w[0]).unsqueeze(0)
+    y = torch.addmm(b.reshape(-1), h, w.permute(1, 0, 2).reshape(d_in, e * d_out))  # [M, E*out]
+    return y.view(-1, e, d_out).transpose(0, 1)
+
+
+class _ReluMLPFunction(torch.autograd.Function):
+    """Forward and hand-written backward of an ensemble ReLU MLP.
+
+    The same maths as autograd through :class:`EnsembleLinear` layers, with about half
+    the kernel launches: activations are rectified in place, the ReLU mask is read from
+    the saved outputs, and no transpose/select nodes are recorded. Per step of a small
+    reward network this is most of the time, so it matters for comparisons per second.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, shared: bool, *params: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        n = len(params) // 2
+        hs = []
+        h = x
+        for i in range(n):
+            w, b = params[2 * i], params[2 * i + 1]
+            h = _first_layer(h, w, b, shared) if i == 0 else torch.baddbmm(b.unsqueeze(1), h, w)
+            if i < n - 1:
+                h = h.relu_()
+                hs.append(h)
+        ctx.shared = shared
+        ctx.save_for_backward(x, *hs, *params)
+        return h
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g: torch.Tensor):  # type: ignore[override]
+        saved = ctx.saved_tensors
+        n = len(saved) // 3  # saved = x, (n - 1) hidden activations, 2n parameters
+        x, hs, params = saved[0], saved[1:n], saved[n:]
+        grads: list[torch.Tensor | None] = [None] * (2 * n)
+        g = g.contiguous()
+        gx = None
+        for i in range(n - 1, -1, -1):
+            w = params[2 * i]
+            e, d_in, d_out = w.shape
+            grads[2 * i + 1] = g.sum(1)
+            if i > 0:
+                grads[2 * i] = torch.bmm(hs[i - 1].transpose(1, 2), g)
+                gh = torch.bmm(g, w.transpose(1, 2))
+                g = torch.ops.aten.threshold_backward(gh, hs[i - 1], 0.0)
+                continue
+            if ctx.shared:  # x [M, in], g [E, M, out]
+                g_flat = g.transpose(0, 1).reshape(-1, e * d_out)  # [M, E*out]
+                grads[0] = (x.T @ g_flat).view(d_in, e, d_out).permute(1, 0, 2)
+                if ctx.needs_input_grad[0]:
+                    gx = g_flat @ w.permute(1, 0, 2).reshape(d_in, e * d_out).T
+            else:
+                grads[0] = torch.bmm(x.transpose(1, 2), g)
+                if ctx.needs_input_grad[0]:
+                    gx = torch.bmm(g, w.transpose(1, 2))
+        return (gx, None, *grads)
+
+
 class EnsembleMLP(nn.Module):
     """An MLP of :class:`EnsembleLinear` layers mapping ``[.., D] -> [E, .., out]``."""
 
@@ -74,6 +139,7 @@ class EnsembleMLP(nn.Module):
         )
         self.act = ACTIVATIONS[activation]()
         self.ensemble_size = ensemble_size
+        self.fast = activation == "relu"  # hand-written backward (see _ReluMLPFunction)
 
     def forward(self, x: torch.Tensor, per_member: bool = False) -> torch.Tensor:
         """``[*lead, D]`` (or ``[E, *lead, D]`` when ``per_member``) -> ``[E, *lead, out]``."""
@@ -86,6 +152,10 @@ class EnsembleMLP(nn.Module):
         else:
             lead = x.shape[:-1]
             h = x.reshape(-1, x.shape[-1])
+        if self.fast:
+            params = [p for layer in self.layers for p in (layer.weight, layer.bias)]
+            h = _ReluMLPFunction.apply(h, not per_member, *params)
+            return h.reshape(e, *lead, -1)
         shared = not per_member
         for i, layer in enumerate(self.layers):
             h = layer(h, shared=shared)

@@ -41,7 +41,7 @@ class RewardTrainerConfig:
     """Share of pairs held out for validation (a stable split by pair id)."""
     adaptive_l2: bool = False
     """Adapt an L2 penalty per member to keep validation loss within ``l2_band`` x train loss."""
-    l2_init: float = 1e-4
+    l2_init: float = 0.0
     """Initial L2 coefficient (also the fixed coefficient when not adaptive; 0 disables)."""
     l2_band: tuple[float, float] = (1.1, 1.5)
     """Target band of validation loss / training loss (DRLHP: 1.1 to 1.5)."""
@@ -73,6 +73,14 @@ class RewardTrainerConfig:
             raise ValueError(f"error_rate must lie in [0, 1), got {self.error_rate}")
 
 
+def make_adamw(net: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with the fused kernel (one launch for all parameters) where the device has it."""
+    try:
+        return torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
+
+
 class RewardTrainer:
     """Trains a :class:`RewardNet` (any ensemble size) on a :class:`PreferenceDataset`."""
 
@@ -86,9 +94,7 @@ class RewardTrainer:
         self.config = config or RewardTrainerConfig()
         self.logger = logger or NullLogger()
         c = self.config
-        self.optimizer = torch.optim.AdamW(
-            net.parameters(), lr=c.lr, weight_decay=c.weight_decay, foreach=True
-        )
+        self.optimizer = make_adamw(net, c.lr, c.weight_decay)
         dev = net.device
         self.l2 = torch.full((net.ensemble_size,), c.l2_init, device=dev)
         self.generator = torch.Generator(device="cpu").manual_seed(c.seed)
@@ -163,8 +169,9 @@ class RewardTrainer:
         chunk = max(1, b // c.grad_accum_steps)
         net.train()
         loss_sum = torch.zeros(e, device=dev)
-        right_sum = torch.zeros((), device=dev)
         seen = 0
+        use_l2 = c.l2_init > 0 or c.adaptive_l2
+        kept: list[tuple[torch.Tensor, torch.Tensor]] = []  # (logits, labels) of the epoch
         epoch_metrics: dict[str, float] = {}
         step = 0
         while step < total_steps:
@@ -185,22 +192,25 @@ class RewardTrainer:
                     y = labels[idx]
                     loss_e = preference_loss(logits, y, c.error_rate, reduction="none").mean(-1)
                     loss = loss_e.sum() * (idx.shape[-1] / batch.shape[-1])
-                    if c.l2_init > 0 or c.adaptive_l2:
+                    if use_l2:
                         loss = loss + (self.l2 * net.l2_per_member()).sum() / c.grad_accum_steps
                     loss.backward()
-                    with torch.no_grad():
-                        loss_sum += loss_e.detach() * idx.shape[-1]
-                        right_sum += ((logits > 0) == (y > 0.5)).float().mean(0).sum()
-                        seen += idx.shape[-1]
+                    loss_sum += loss_e.detach() * idx.shape[-1]
+                    kept.append((logits.detach(), y))
+                    seen += idx.shape[-1]
                 if c.max_grad_norm is not None:
                     torch.nn.utils.clip_grad_norm_(net.parameters(), c.max_grad_norm)
                 self.optimizer.step()
                 step += 1
             # end of an epoch: validation and the adaptive L2 rule
             train_loss = loss_sum / max(seen, 1)  # [E]
+            lg = torch.cat([k[0] for k in kept], -1)
+            yy = torch.cat([k[1] for k in kept], -1).expand_as(lg)
+            strict = (yy - 0.5).abs() > 1e-6
+            right = ((lg > 0) == (yy > 0.5))[strict]
             epoch_metrics = {
                 "train_loss": train_loss.mean().item(),
-                "train_accuracy": (right_sum / max(seen, 1)).item(),
+                "train_accuracy": right.float().mean().item() if right.numel() else float("nan"),
             }
             if len(val_idx):
                 val_loss_e, vm = self._validate(feats, pairs[val_idx], labels[val_idx])
@@ -212,7 +222,7 @@ class RewardTrainer:
                     self.l2 = torch.where(ratio < lo, self.l2 / c.l2_factor, self.l2)
                     self.l2.clamp_(1e-8, 10.0)
             loss_sum.zero_()
-            right_sum.zero_()
+            kept.clear()
             seen = 0
         net.eval()
         self.global_step += total_steps
