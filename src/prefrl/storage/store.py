@@ -1,0 +1,512 @@
+"""The query store: runs, clips, queries, labels and labellers in one SQL database.
+
+A SQLite file by default (WAL journal, ``synchronous=FULL``, every write transaction
+``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing), or any SQLAlchemy
+URL (``postgresql://…``) for shared deployments. Clip files live in a folder beside the
+database. The trainer (:class:`~prefrl.teachers.human.StoreTeacher`) and the labelling
+web app (:mod:`prefrl.web`) talk to each other only through this store, so they can run
+as separate processes, and either can be killed and restarted without losing a label:
+a label is committed before its HTTP request is answered.
+
+Example:
+    >>> import tempfile, os
+    >>> store = QueryStore(os.path.join(tempfile.mkdtemp(), "labels.db"))
+    >>> run = store.ensure_run("demo", instruction="Which clip balances the pole better?")
+    >>> store.pending(run)
+    0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+
+from prefrl.data.fragments import Fragments
+from prefrl.storage import schema as S
+from prefrl.storage.clips import VIDEO_EXT, clip_frames, encode_video, load_fragments, save_fragment
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or used as asked."""
+
+
+class StoreVersionError(StoreError):
+    """The database was made by a prefrl with another schema version."""
+
+
+class UnknownQuery(StoreError):
+    """No query has this id."""
+
+
+class QueryClosed(StoreError):
+    """The query expired or its clips were pruned; it takes no more labels."""
+
+
+class AlreadyLabelled(StoreError):
+    """This labeller already answered this query (labels are never overwritten)."""
+
+
+@dataclass(frozen=True)
+class User:
+    """A labeller."""
+
+    id: int
+    name: str
+    is_admin: bool
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An answered query: its clips and every labeller's answer (oldest first)."""
+
+    query_id: int
+    left_clip: int
+    right_clip: int
+    answers: tuple[str, ...]
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 hex of a sign-in token; only the hash is stored."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def resolve_store(store: str | Path, clip_dir: str | Path | None = None) -> tuple[str, Path]:
+    """``(SQLAlchemy URL, clip folder)`` for a file path or URL.
+
+    A plain path is a SQLite file; its clips go to ``<path>.clips/``. A ``sqlite:///`` URL
+    likewise; any other URL (PostgreSQL) needs ``clip_dir`` (a folder that the trainer and
+    the server share).
+    """
+    s = str(store)
+    if "://" not in s:
+        path = Path(s).expanduser().resolve()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{path}"
+        default_clips = path.with_name(path.name + ".clips")
+    else:
+        u = make_url(s)
+        if u.get_backend_name() == "sqlite":
+            if not u.database or u.database == ":memory:":
+                raise StoreError(f"an in-memory SQLite store cannot be shared: {s!r}; give a file path")
+            default_clips = Path(u.database).expanduser().resolve()
+            default_clips = default_clips.with_name(default_clips.name + ".clips")
+        elif clip_dir is None:
+            raise StoreError(
+                f"store {u.render_as_string(hide_password=True)!r} is not a SQLite file: pass clip_dir "
+                "(--clip-dir), a folder both the trainer and the labelling server can read"
+            )
+        else:
+            default_clips = Path(clip_dir)
+        url = s
+    clips = Path(clip_dir).expanduser().resolve() if clip_dir is not None else default_clips
+    clips.mkdir(parents=True, exist_ok=True)
+    return url, clips
+
+
+class QueryStore:
+    """Runs, clips, queries, labels and labellers (see :mod:`prefrl.storage.schema`).
+
+    Args:
+        store: a SQLite file path or a SQLAlchemy URL.
+        clip_dir: the clip folder; defaults to ``<sqlite file>.clips`` (required for other URLs).
+    """
+
+    def __init__(self, store: str | Path, clip_dir: str | Path | None = None) -> None:
+        self.url, self.clip_dir = resolve_store(store, clip_dir)
+        self.where = make_url(self.url).render_as_string(hide_password=True)
+        self.is_sqlite = make_url(self.url).get_backend_name() == "sqlite"
+        kwargs: dict[str, Any] = {"pool_pre_ping": not self.is_sqlite}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
+        self.engine = sa.create_engine(self.url, **kwargs)
+        if self.is_sqlite:
+            event.listen(self.engine, "connect", _sqlite_connect)
+            event.listen(self.engine, "begin", _sqlite_begin)
+        try:
+            self._init_schema()
+        except sa.exc.DatabaseError as e:
+            raise StoreError(f"{self.where}: cannot open as a prefrl query store ({e.orig})") from e
+
+    # ------------------------------------------------------------ plumbing
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on exit."""
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction (concurrent with writers under WAL)."""
+        with self.engine.connect().execution_options(prefrl_read=True) as conn, conn.begin():
+            yield conn
+
+    def _init_schema(self) -> None:
+        with self.write() as c:
+            tables = set(sa.inspect(c).get_table_names())
+            if "meta" not in tables:
+                if tables & {"queries", "labels", "clips"}:
+                    raise StoreError(f"{self.where} has tables {sorted(tables)} but is not a prefrl store")
+                S.metadata.create_all(c)
+                c.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
+                return
+            v = c.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar()
+        if v != str(S.SCHEMA_VERSION):
+            raise StoreVersionError(
+                f"{self.where} was made with query-store schema version {v}, but this prefrl reads "
+                f"version {S.SCHEMA_VERSION}. Open it with the prefrl version that made it (and "
+                "`prefrl label export` its labels), or start a new store."
+            )
+
+    def close(self) -> None:
+        """Release database connections."""
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ runs
+    def ensure_run(self, name: str, instruction: str | None = None) -> int:
+        """Id of run ``name``, created if new; ``instruction`` (if given) replaces the stored one."""
+        with self.write() as c:
+            rid = c.execute(sa.select(S.runs.c.id).where(S.runs.c.name == name)).scalar()
+            if rid is None:
+                ins = sa.insert(S.runs).values(name=name, instruction=instruction or "", created=time.time())
+                return int(c.execute(ins).inserted_primary_key[0])
+            if instruction is not None:
+                c.execute(sa.update(S.runs).where(S.runs.c.id == rid).values(instruction=instruction))
+            return int(rid)
+
+    # ----------------------------------------------------------------- clips
+    def add_clips(
+        self, run_id: int, fragments: Fragments, idx: Sequence[int], fps: float = 15.0
+    ) -> list[int]:
+        """Encode fragments ``idx`` to video + ``.npz`` in the clip folder; returns clip ids."""
+        idx = [int(i) for i in idx]
+        frames = clip_frames(fragments, np.asarray(idx, dtype=np.int64))  # [n, L, H, W, 3]
+        rows = []
+        for k, i in enumerate(idx):
+            name = secrets.token_hex(16)
+            size = encode_video(frames[k], self.clip_dir / (name + VIDEO_EXT), fps=fps)
+            size += save_fragment(fragments, i, self.clip_dir / (name + ".npz"))
+            rows.append(
+                dict(run_id=run_id, name=name, video=name + VIDEO_EXT, arrays=name + ".npz", bytes=size,
+                     episode=int(fragments.episode[i]), start=int(fragments.start[i]),
+                     length=fragments.length, created=time.time())
+            )  # fmt: skip
+        ids = []
+        with self.write() as c:
+            for r in rows:  # one by one: inserted ids are portable across backends
+                ids.append(int(c.execute(sa.insert(S.clips).values(**r)).inserted_primary_key[0]))
+        return ids
+
+    def load_clip_fragments(self, clip_ids: Sequence[int]) -> Fragments:
+        """Rebuild the fragments of ``clip_ids`` (in order) from their ``.npz`` files."""
+        with self.read() as c:
+            rows = c.execute(
+                sa.select(S.clips.c.id, S.clips.c.arrays).where(S.clips.c.id.in_([int(i) for i in clip_ids]))
+            ).all()
+        files = {r.id: r.arrays for r in rows}
+        missing = [i for i in clip_ids if files.get(int(i)) is None]
+        if missing:
+            raise StoreError(f"{self.where}: clips {missing[:5]} have no stored arrays (pruned or unknown)")
+        return load_fragments([self.clip_dir / files[int(i)] for i in clip_ids])
+
+    def clip_path(self, file_name: str) -> Path | None:
+        """Path of a clip or episode video known to the store, or ``None``."""
+        with self.read() as c:
+            known = c.execute(sa.select(S.clips.c.id).where(S.clips.c.video == file_name)).first()
+            if known is None:
+                known = c.execute(sa.select(S.episodes.c.id).where(S.episodes.c.video == file_name)).first()
+        path = self.clip_dir / file_name
+        return path if known is not None and path.is_file() else None
+
+    def prune(self, max_bytes: int) -> int:
+        """Delete the oldest clips that no label refers to until clip files fit ``max_bytes``.
+
+        Their open queries become ``expired``. Clips with labels are never deleted.
+        Returns the number of clips pruned.
+        """
+        with self.read() as c:
+            total = c.execute(sa.select(sa.func.coalesce(sa.func.sum(S.clips.c.bytes), 0))).scalar() or 0
+            if total <= max_bytes:
+                return 0
+            labelled = (
+                sa.select(S.queries.c.left_clip.label("cid"))
+                .where(S.queries.c.n_labels > 0)
+                .union(sa.select(S.queries.c.right_clip).where(S.queries.c.n_labels > 0))
+            )
+            rows = c.execute(
+                sa.select(S.clips.c.id, S.clips.c.name, S.clips.c.bytes)
+                .where(S.clips.c.video.is_not(None), S.clips.c.id.not_in(labelled))
+                .order_by(S.clips.c.id)
+            ).all()
+        victims, freed = [], 0
+        for r in rows:
+            if total - freed <= max_bytes:
+                break
+            victims.append(r.id)
+            freed += r.bytes
+        if not victims:
+            return 0
+        with self.write() as c:
+            # a label may have arrived meanwhile: re-check inside the transaction
+            c.execute(
+                sa.update(S.queries)
+                .where(
+                    S.queries.c.status == "open", S.queries.c.n_labels == 0,
+                    sa.or_(S.queries.c.left_clip.in_(victims), S.queries.c.right_clip.in_(victims)),
+                )
+                .values(status="expired")
+            )  # fmt: skip
+            still = c.execute(sa.select(labelled.subquery().c.cid)).scalars().all()
+            victims = [v for v in victims if v not in set(still)]
+            names = c.execute(sa.select(S.clips.c.name).where(S.clips.c.id.in_(victims))).scalars().all()
+            c.execute(
+                sa.update(S.clips).where(S.clips.c.id.in_(victims)).values(video=None, arrays=None, bytes=0)
+            )
+        for n in names:
+            for ext in (VIDEO_EXT, ".npz"):
+                (self.clip_dir / (n + ext)).unlink(missing_ok=True)
+        return len(victims)
+
+    # --------------------------------------------------------------- queries
+    def add_queries(
+        self, run_id: int, left: Sequence[int], right: Sequence[int], priority: Sequence[float] | None = None,
+        ttl_s: float | None = None, labels_needed: int = 1,
+    ) -> list[int]:  # fmt: skip
+        """Enqueue pairs of clips; returns query ids."""
+        if len(left) != len(right):
+            raise ValueError(f"left and right clip lists differ in length: {len(left)} vs {len(right)}")
+        if labels_needed < 1:
+            raise ValueError(f"labels_needed must be >= 1, got {labels_needed}")
+        now = time.time()
+        prio = [0.0] * len(left) if priority is None else [float(p) for p in priority]
+        ids = []
+        with self.write() as c:
+            for a, b, p in zip(left, right, prio):
+                q = sa.insert(S.queries).values(
+                    run_id=run_id, left_clip=int(a), right_clip=int(b), priority=p, status="open", n_labels=0,
+                    labels_needed=labels_needed, created=now, expires=None if ttl_s is None else now + ttl_s,
+                    consumed=False,
+                )  # fmt: skip
+                ids.append(int(c.execute(q).inserted_primary_key[0]))
+        return ids
+
+    def _servable(self, now: float, run_id: int | None) -> list[Any]:
+        q = S.queries.c
+        cond = [q.status == "open", sa.or_(q.expires.is_(None), q.expires > now)]
+        if run_id is not None:
+            cond.append(q.run_id == run_id)
+        return cond
+
+    def next_query(self, user_id: int, run_id: int | None = None, lease_s: float = 30.0) -> dict | None:
+        """Lease the best open query this labeller has not answered; ``None`` when there is none.
+
+        Highest priority first, then oldest. A leased query is not shown to other labellers
+        for ``lease_s`` seconds (unless it needs several labels and this one answered).
+        """
+        now = time.time()
+        q = S.queries.c
+        mine = sa.select(S.labels.c.query_id).where(S.labels.c.user_id == user_id)
+        free = sa.or_(q.lease_until.is_(None), q.lease_until < now, q.lease_user == user_id)
+        with self.write() as c:
+            row = c.execute(
+                sa.select(q.id, q.run_id, q.left_clip, q.right_clip)
+                .where(*self._servable(now, run_id), free, q.id.not_in(mine))
+                .order_by((q.lease_user == user_id).desc(), q.priority.desc(), q.id)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            ).first()
+            if row is None:
+                return None
+            c.execute(
+                sa.update(S.queries)
+                .where(q.id == row.id)
+                .values(lease_user=user_id, lease_until=now + lease_s)
+            )
+            pair = [row.left_clip, row.right_clip]
+            clips = dict(
+                c.execute(sa.select(S.clips.c.id, S.clips.c.video).where(S.clips.c.id.in_(pair))).all()
+            )
+            instruction = c.execute(sa.select(S.runs.c.instruction).where(S.runs.c.id == row.run_id)).scalar()
+        return {
+            "query_id": row.id, "run_id": row.run_id, "instruction": instruction or "",
+            "left_video": clips[row.left_clip], "right_video": clips[row.right_clip],
+        }  # fmt: skip
+
+    def queue_length(self, user_id: int | None = None, run_id: int | None = None) -> int:
+        """Open queries (for ``user_id``: those it has not answered)."""
+        now = time.time()
+        cond = self._servable(now, run_id)
+        if user_id is not None:
+            cond.append(
+                S.queries.c.id.not_in(sa.select(S.labels.c.query_id).where(S.labels.c.user_id == user_id))
+            )
+        with self.read() as c:
+            return int(
+                c.execute(sa.select(sa.func.count()).select_from(S.queries).where(*cond)).scalar() or 0
+            )
+
+    def pending(self, run_id: int) -> int:
+        """Queries of ``run_id`` still waiting for labels (not expired)."""
+        return self.queue_length(run_id=run_id)
+
+    # ---------------------------------------------------------------- labels
+    def add_label(self, query_id: int, user_id: int, answer: str, response_ms: int | None = None) -> int:
+        """Record one answer; committed before this returns. Returns the label id.
+
+        Raises:
+            ValueError: ``answer`` is not one of :data:`~prefrl.storage.schema.ANSWERS`.
+            UnknownQuery, QueryClosed, AlreadyLabelled: as named.
+        """
+        if answer not in S.ANSWERS:
+            raise ValueError(f"answer must be one of {S.ANSWERS}, got {answer!r}")
+        now = time.time()
+        q = S.queries.c
+        try:
+            with self.write() as c:
+                row = c.execute(
+                    sa.select(q.status, q.expires).where(q.id == query_id).with_for_update()
+                ).first()
+                if row is None:
+                    raise UnknownQuery(f"no query with id {query_id}")
+                if row.status == "expired" or (
+                    row.status == "open" and row.expires is not None and row.expires < now
+                ):
+                    raise QueryClosed(f"query {query_id} has expired")
+                dup = c.execute(
+                    sa.select(S.labels.c.id).where(
+                        S.labels.c.query_id == query_id, S.labels.c.user_id == user_id
+                    )
+                ).first()
+                if dup is not None:
+                    raise AlreadyLabelled(f"you already answered query {query_id}")
+                ins = sa.insert(S.labels).values(
+                    query_id=query_id, user_id=user_id, answer=answer, response_ms=response_ms, created=now
+                )
+                label_id = int(c.execute(ins).inserted_primary_key[0])
+                done = q.n_labels + 1 >= q.labels_needed
+                c.execute(
+                    sa.update(S.queries).where(q.id == query_id).values(
+                        n_labels=q.n_labels + 1, lease_user=None, lease_until=None,
+                        status=sa.case((done, "answered"), else_=q.status),
+                        answered=sa.case((done, sa.func.coalesce(q.answered, now)), else_=q.answered),
+                    )
+                )  # fmt: skip
+                return label_id
+        except sa.exc.IntegrityError as e:  # a concurrent request of the same labeller won the race
+            raise AlreadyLabelled(f"you already answered query {query_id}") from e
+
+    def take_answered(self, run_id: int, include_consumed: bool = False) -> list[Answered]:
+        """Answered queries of ``run_id`` not yet consumed (all with ``include_consumed``); marks them."""
+        q = S.queries.c
+        cond = [q.run_id == run_id, q.status == "answered"]
+        if not include_consumed:
+            cond.append(q.consumed.is_(False))
+        with self.write() as c:
+            rows = c.execute(sa.select(q.id, q.left_clip, q.right_clip).where(*cond).order_by(q.id)).all()
+            if not rows:
+                return []
+            ids = [r.id for r in rows]
+            answers: dict[int, list[str]] = {i: [] for i in ids}
+            for qid, ans in c.execute(
+                sa.select(S.labels.c.query_id, S.labels.c.answer)
+                .where(S.labels.c.query_id.in_(ids))
+                .order_by(S.labels.c.id)
+            ):
+                answers[qid].append(ans)
+            c.execute(sa.update(S.queries).where(q.id.in_(ids)).values(consumed=True))
+        return [Answered(r.id, r.left_clip, r.right_clip, tuple(answers[r.id])) for r in rows]
+
+    # ----------------------------------------------------------------- users
+    def add_user(self, name: str, admin: bool = False, expires_in_s: float | None = None) -> str:
+        """Create a labeller; returns its sign-in token (shown once, only its hash is stored)."""
+        name = name.strip()
+        if not name or len(name) > 100:
+            raise ValueError(f"a labeller name must have 1 to 100 characters, got {name!r}")
+        token = secrets.token_urlsafe(24)
+        now = time.time()
+        try:
+            with self.write() as c:
+                c.execute(
+                    sa.insert(S.users).values(
+                        name=name, token_sha256=hash_token(token), is_admin=admin, created=now,
+                        expires=None if expires_in_s is None else now + expires_in_s,
+                    )
+                )  # fmt: skip
+        except sa.exc.IntegrityError as e:
+            raise StoreError(f"a labeller named {name!r} already exists in {self.where}") from e
+        return token
+
+    def user_for_token(self, token: str) -> User | None:
+        """The labeller holding ``token``; ``None`` if unknown or expired."""
+        with self.read() as c:
+            r = c.execute(sa.select(S.users).where(S.users.c.token_sha256 == hash_token(token))).first()
+        if r is None or (r.expires is not None and r.expires < time.time()):
+            return None
+        return User(r.id, r.name, bool(r.is_admin))
+
+    def users(self) -> list[User]:
+        """Every labeller."""
+        with self.read() as c:
+            return [
+                User(r.id, r.name, bool(r.is_admin)) for r in c.execute(sa.select(S.users).order_by("id"))
+            ]
+
+    def labelled_count(self, user_id: int) -> int:
+        """Labels this labeller has given."""
+        with self.read() as c:
+            stmt = sa.select(sa.func.count()).select_from(S.labels).where(S.labels.c.user_id == user_id)
+            return int(c.execute(stmt).scalar() or 0)
+
+    # -------------------------------------------------------------- episodes
+    def publish_episode(self, run_id: int, frames: np.ndarray, fps: float = 30.0, keep: int = 3) -> str:
+        """Store a full-episode video ``[T, H, W, 3]`` for the side panel; keeps the latest ``keep``."""
+        name = secrets.token_hex(16) + VIDEO_EXT
+        size = encode_video(np.asarray(frames), self.clip_dir / name, fps=fps)
+        with self.write() as c:
+            c.execute(
+                sa.insert(S.episodes).values(run_id=run_id, video=name, bytes=size, created=time.time())
+            )
+            old = c.execute(
+                sa.select(S.episodes.c.id, S.episodes.c.video)
+                .where(S.episodes.c.run_id == run_id)
+                .order_by(S.episodes.c.id.desc())
+                .offset(keep)
+            ).all()
+            if old:
+                c.execute(sa.delete(S.episodes).where(S.episodes.c.id.in_([o.id for o in old])))
+        for o in old:
+            (self.clip_dir / o.video).unlink(missing_ok=True)
+        return name
+
+    def latest_episode(self, run_id: int | None = None) -> str | None:
+        """File name of the newest published episode video (of ``run_id``, or of any run)."""
+        stmt = sa.select(S.episodes.c.video).order_by(S.episodes.c.id.desc()).limit(1)
+        if run_id is not None:
+            stmt = stmt.where(S.episodes.c.run_id == run_id)
+        with self.read() as c:
+            return c.execute(stmt).scalar()
+
+
+def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # transactions are begun explicitly in _sqlite_begin
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA busy_timeout=60000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    read = conn.get_execution_options().get("prefrl_read", False)
+    conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")

@@ -1,0 +1,241 @@
+"""Human teachers: people labelling through the query store (web app) or at a terminal.
+
+- :class:`StoreTeacher` (an :class:`~prefrl.teachers.AsyncTeacher`): ``submit`` renders
+  clips and enqueues queries in a :class:`~prefrl.storage.store.QueryStore`; labellers
+  answer them in the web app (``prefrl label``), possibly in another process or on another
+  machine; ``poll`` returns what was answered since, rebuilt from the store alone, so a
+  restarted trainer loses nothing (``poll(all=True)`` returns every answer so far).
+- :class:`TerminalTeacher` (a sync :class:`~prefrl.teachers.Teacher`): one person at one
+  machine watches the pair in a window (or an image sheet) and types L / R / E / Enter.
+
+Answers map to labels (P(left preferred)): left → 1, right → 0, equal → 0.5,
+incomparable / skip → NaN (recorded, not trained on).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal, TextIO
+
+import numpy as np
+
+from prefrl.data.fragments import Fragments
+from prefrl.storage.clips import clip_frames
+from prefrl.storage.store import QueryStore
+
+ANSWER_VALUE = {"left": 1.0, "right": 0.0, "equal": 0.5, "incomparable": np.nan, "skip": np.nan}
+Combine = Literal["majority", "mean"]
+
+
+def combine_answers(answers: Sequence[Sequence[str]], rule: Combine = "majority") -> np.ndarray:
+    """``[B]`` labels from each query's answers (several labellers per query).
+
+    ``"mean"``: the mean of the labellers' values (left 1, right 0, equal 0.5).
+    ``"majority"``: the most frequent value; a tie gives the mean of all values.
+    Incomparable and skipped answers are ignored; a query with no other answer gets NaN.
+
+    Example:
+        >>> combine_answers([["left"], ["left", "right", "left"], ["left", "right"], ["skip"]]).tolist()
+        [1.0, 1.0, 0.5, nan]
+    """
+    if rule not in ("majority", "mean"):
+        raise ValueError(f"combine rule must be 'majority' or 'mean', got {rule!r}")
+    out = np.full(len(answers), np.nan, dtype=np.float32)
+    for i, ans in enumerate(answers):
+        vals = np.array([ANSWER_VALUE[a] for a in ans], dtype=np.float64)
+        vals = vals[~np.isnan(vals)]
+        if len(vals) == 0:
+            continue
+        if rule == "mean":
+            out[i] = vals.mean()
+            continue
+        uniq, counts = np.unique(vals, return_counts=True)
+        top = uniq[counts == counts.max()]
+        out[i] = top[0] if len(top) == 1 else vals.mean()
+    return out
+
+
+class StoreTeacher:
+    """Asks people through a query store; answers arrive asynchronously.
+
+    Args:
+        store: SQLite file path or SQLAlchemy URL of the query store (created if new).
+        run: run name; a restarted trainer with the same store and run resumes its queries.
+        clip_dir: clip folder (default beside a SQLite file; required for other URLs).
+        instruction: the task instruction shown to labellers.
+        labels_per_query: a query counts as answered once this many labellers answered it.
+        combine: how several answers become one label: ``"majority"`` or ``"mean"``.
+        ttl_s: queries expire (are no longer shown) after this many seconds; ``None``: never.
+        max_clip_bytes: prune old unlabelled clips beyond this total size; ``None``: no cap.
+        fps: clip frame rate.
+    """
+
+    def __init__(
+        self, store: str | Path | QueryStore, run: str = "default", *, clip_dir: str | Path | None = None,
+        instruction: str | None = None, labels_per_query: int = 1, combine: Combine = "majority",
+        ttl_s: float | None = None, max_clip_bytes: int | None = None, fps: float = 15.0,
+    ) -> None:  # fmt: skip
+        if labels_per_query < 1:
+            raise ValueError(f"labels_per_query must be >= 1, got {labels_per_query}")
+        combine_answers([], combine)  # validates the rule
+        self.store = store if isinstance(store, QueryStore) else QueryStore(store, clip_dir)
+        self.run_id = self.store.ensure_run(run, instruction)
+        self.labels_per_query = labels_per_query
+        self.combine = combine
+        self.ttl_s = ttl_s
+        self.max_clip_bytes = max_clip_bytes
+        self.fps = fps
+
+    def submit(
+        self, fragments: Fragments, pairs: np.ndarray, priority: np.ndarray | None = None
+    ) -> list[int]:
+        """Render the fragments of ``pairs [B, 2]`` to clips and enqueue them; returns query ids."""
+        pairs = np.asarray(pairs, dtype=np.int64)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs must have shape [B, 2], got {pairs.shape}")
+        if len(pairs) == 0:
+            return []
+        used, inverse = np.unique(pairs, return_inverse=True)
+        clip_ids = np.asarray(self.store.add_clips(self.run_id, fragments, used, fps=self.fps))
+        cp = clip_ids[inverse.reshape(-1, 2)]  # [B, 2]
+        ids = self.store.add_queries(
+            self.run_id, cp[:, 0].tolist(), cp[:, 1].tolist(), None if priority is None else list(priority),
+            ttl_s=self.ttl_s, labels_needed=self.labels_per_query,
+        )  # fmt: skip
+        if self.max_clip_bytes is not None:
+            self.store.prune(self.max_clip_bytes)
+        return ids
+
+    def poll(self, all: bool = False) -> list[tuple[Fragments, np.ndarray, np.ndarray]]:
+        """Answers since the last poll (by any StoreTeacher of this run), or every answer with ``all``.
+
+        Returns ``[]`` or one ``(fragments, pairs [B, 2], labels [B])`` batch; labels are
+        NaN where every answer was incomparable or skipped.
+        """
+        answered = self.store.take_answered(self.run_id, include_consumed=all)
+        if not answered:
+            return []
+        clips = np.array([[a.left_clip, a.right_clip] for a in answered], dtype=np.int64)  # [B, 2]
+        used, inverse = np.unique(clips, return_inverse=True)
+        fragments = self.store.load_clip_fragments(used.tolist())
+        labels = combine_answers([a.answers for a in answered], self.combine)
+        return [(fragments, inverse.reshape(-1, 2).astype(np.int64), labels)]
+
+    def pending(self) -> int:
+        """Queries of this run still waiting for answers."""
+        return self.store.pending(self.run_id)
+
+    def publish_episode(self, frames: np.ndarray) -> None:
+        """Show a full episode ``[T, H, W, 3]`` uint8 in the labelling page's side panel."""
+        self.store.publish_episode(self.run_id, frames)
+
+
+KEYS = {"l": "left", "r": "right", "e": "equal", "": "incomparable"}
+
+
+class TerminalTeacher:
+    """One person labels at the terminal, pair by pair (blocking).
+
+    Each pair is shown in a window (matplotlib, played once; ``p`` replays) or, without a
+    display, written as an image sheet (a PNG: left clip on top, right below) whose path
+    is printed. Answers: ``L`` left, ``R`` right, ``E`` equal, Enter can't tell (NaN).
+
+    Args:
+        display: ``"window"``, ``"sheet"`` or ``"auto"`` (a window when a display is available).
+        sheet_frames: frames per clip on an image sheet.
+        sheet_dir: where sheets are written (a temporary folder by default).
+        input_fn, out: how to read answers and print prompts (the terminal by default).
+    """
+
+    def __init__(
+        self, display: Literal["auto", "window", "sheet"] = "auto", sheet_frames: int = 6,
+        sheet_dir: str | Path | None = None, input_fn: Callable[[str], str] = input,
+        out: TextIO | None = None,
+    ) -> None:  # fmt: skip
+        self.display = display
+        self.sheet_frames = sheet_frames
+        self.sheet_dir = Path(sheet_dir) if sheet_dir else Path(tempfile.mkdtemp(prefix="prefrl-sheets-"))
+        self.input_fn = input_fn
+        self.out = out or sys.stdout
+
+    def label(self, fragments: Fragments, pairs: np.ndarray) -> np.ndarray:
+        """Ask about each pair ``[B, 2]``; returns ``[B]`` labels (NaN for can't tell)."""
+        pairs = np.asarray(pairs, dtype=np.int64)
+        labels = np.full(len(pairs), np.nan, dtype=np.float32)
+        for b, (i, j) in enumerate(pairs):
+            frames = clip_frames(fragments, np.array([i, j]))  # [2, L, H, W, 3]
+            while True:
+                self._show(frames, b, len(pairs))
+                raw = self.input_fn("Which is better? [L]eft / [R]ight / [E]qual / Enter = can't tell > ")
+                key = raw.strip().lower()[:1]
+                if key == "p":
+                    continue
+                if key in KEYS:
+                    labels[b] = ANSWER_VALUE[KEYS[key]]
+                    break
+                print(
+                    f"  {raw.strip()!r} is not an answer: type L, R, E, P (replay) or press Enter",
+                    file=self.out,
+                )
+        return labels
+
+    def _show(self, frames: np.ndarray, b: int, n: int) -> None:
+        if self.display != "sheet" and _has_display():
+            try:
+                _play_window(frames, f"pair {b + 1} of {n}")
+                return
+            except Exception as e:  # no usable GUI backend: fall back to a sheet
+                if self.display == "window":
+                    raise RuntimeError(
+                        f"cannot open a window to play the clips ({e}); use display='sheet'"
+                    ) from e
+        path = self.sheet_dir / f"pair_{b:04d}.png"
+        write_sheet(frames, path, self.sheet_frames)
+        print(f"pair {b + 1} of {n}: {path}  (top: LEFT, bottom: RIGHT)", file=self.out)
+
+
+def write_sheet(frames: np.ndarray, path: Path, n_frames: int = 6) -> Path:
+    """A PNG with ``n_frames`` evenly spaced frames of each clip: left clip on top, right below."""
+    import imageio.v3 as iio
+
+    two, length = frames.shape[:2]
+    pick = np.linspace(0, length - 1, min(n_frames, length)).round().astype(int)
+    sel = frames[:, pick]  # [2, k, H, W, 3]
+    h, w = sel.shape[2:4]
+    gap = 4
+    sheet = np.full((two * h + gap, len(pick) * (w + gap) - gap, 3), 255, dtype=np.uint8)
+    for r in range(two):
+        for k in range(len(pick)):
+            sheet[r * (h + gap) : r * (h + gap) + h, k * (w + gap) : k * (w + gap) + w] = sel[r, k]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    iio.imwrite(path, sheet)
+    return path
+
+
+def _has_display() -> bool:
+    import os
+
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or sys.platform == "darwin"
+
+
+def _play_window(frames: np.ndarray, title: str, fps: float = 15.0) -> None:
+    """Play both clips side by side once in a matplotlib window (non-blocking afterwards)."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure("prefrl: which is better?")
+    fig.clf()
+    axes = fig.subplots(1, 2)
+    ims = []
+    for ax, clip, name in zip(axes, frames, ("LEFT (L)", "RIGHT (R)")):
+        ax.set_title(name)
+        ax.axis("off")
+        ims.append(ax.imshow(clip[0]))
+    fig.suptitle(title)
+    plt.show(block=False)
+    for t in range(frames.shape[1]):
+        for im, clip in zip(ims, frames):
+            im.set_data(clip[t])
+        plt.pause(1.0 / fps)
