@@ -223,7 +223,7 @@ class CNNReward(RewardNet):
             in_c = out_c
         self.conv = nn.Sequential(*layers)
         with torch.no_grad():
-            n_flat = self.conv(torch.zeros(1, c * e, h, w)).shape[1] // e
+            n_flat = self.conv(torch.zeros(1, c * e, h, w)).flatten(1).shape[1] // e
         d_vec = flat_dim(action_space) * use_act + int(use_done)
         self.head = EnsembleMLP(e, n_flat + d_vec, hidden, 1, activation)
         self.image_shape = (c, h, w)

@@ -1,0 +1,137 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from prefrl.rewards import (
+    CNNReward,
+    EnsembleMLP,
+    MLPReward,
+    RunningNorm,
+    ShapedReward,
+    load_reward_net,
+    save_reward_net,
+)
+
+BOX3, BOX1 = spaces.Box(-1, 1, (3,)), spaces.Box(-2, 2, (1,))
+
+
+def test_mlp_accepts_any_leading_dims_and_returns_ensemble_first():
+    net = MLPReward(BOX3, BOX1, ensemble_size=4)
+    obs, acts = torch.randn(5, 2, 7, 3), torch.randn(5, 2, 7, 1)
+    r = net(obs, acts, obs, torch.zeros(5, 2, 7))
+    assert r.shape == (4, 5, 2, 7)
+    flat = net(obs.reshape(-1, 3), acts.reshape(-1, 1), obs.reshape(-1, 3), torch.zeros(70))
+    torch.testing.assert_close(flat.reshape(4, 5, 2, 7), r)
+    mean, std = net.predict(obs.numpy(), acts.numpy(), obs.numpy())
+    assert mean.shape == (5, 2, 7) and (std > 0).all()
+
+
+def test_batched_ensemble_equals_each_member_alone():
+    mlp = EnsembleMLP(3, 4, (16, 16), 1)
+    x = torch.randn(10, 4)
+    out = mlp(x)  # [3, 10, 1]
+    for m in range(3):
+        h = x
+        for i, layer in enumerate(mlp.layers):
+            h = h @ layer.weight[m] + layer.bias[m]
+            h = torch.relu(h) if i < 2 else h
+        torch.testing.assert_close(out[m], h)
+    xe = torch.randn(3, 10, 4)  # per-member inputs (bootstrap)
+    outp = mlp(xe, per_member=True)
+    torch.testing.assert_close(outp[1], mlp(xe[1])[1])
+
+
+def test_handwritten_backward_matches_autograd():
+    for e, per in [(1, False), (3, False), (3, True)]:
+        mlp = EnsembleMLP(e, 5, (8, 6), 1).double()
+        x = torch.randn(e, 9, 5, dtype=torch.double) if per else torch.randn(9, 5, dtype=torch.double)
+        x.requires_grad_(True)
+        torch.autograd.gradcheck(lambda x, m=mlp, p=per: m(x, per_member=p), (x,))
+        grads = []
+        for fast in (True, False):
+            mlp.fast = fast
+            loss = mlp(x, per_member=per).pow(2).sum()
+            grads.append(torch.autograd.grad(loss, [x, *mlp.parameters()]))
+        for a, b in zip(*grads):
+            torch.testing.assert_close(a, b)
+
+
+def test_discrete_multidiscrete_and_dict_spaces():
+    obs_space = spaces.Dict({"cell": spaces.Discrete(5), "pos": spaces.Box(-1, 1, (2,))})
+    act_space = spaces.MultiDiscrete([3, 2])
+    net = MLPReward(obs_space, act_space, use_next_obs=True, use_done=True, ensemble_size=2)
+    obs = {"cell": torch.tensor([[0, 4]]), "pos": torch.zeros(1, 2, 2)}
+    r = net(obs, torch.tensor([[[2, 1], [0, 0]]]), obs, torch.zeros(1, 2))
+    assert r.shape == (2, 1, 2)
+    with pytest.raises(ValueError, match="does not end in the space's shape"):
+        net(obs, torch.zeros(1, 2, 3), obs, torch.zeros(1, 2))
+    with pytest.raises(ValueError, match="lacks keys"):
+        net({"cell": obs["cell"]}, torch.zeros(1, 2, 2), obs, torch.zeros(1, 2))
+
+
+def test_mismatched_observation_shape_is_named():
+    net = MLPReward(BOX3, BOX1)
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        net(torch.zeros(4, 5), torch.zeros(4, 1), torch.zeros(4, 5), torch.zeros(4))
+
+
+@pytest.mark.parametrize("shape", [(84, 84, 4), (4, 84, 84)])
+def test_cnn_on_uint8_images_hwc_and_chw(shape):
+    space = spaces.Box(0, 255, shape, np.uint8)
+    net = CNNReward(space, spaces.Discrete(3), ensemble_size=3)
+    imgs = torch.randint(0, 256, (2, 5, *shape), dtype=torch.uint8)
+    r = net(imgs, torch.zeros(2, 5, dtype=torch.long), imgs, torch.zeros(2, 5))
+    assert r.shape == (3, 2, 5) and torch.isfinite(r).all()
+    feats = net.encode(imgs, torch.zeros(2, 5, dtype=torch.long), imgs, torch.zeros(2, 5))
+    per = {k: v.unsqueeze(0).expand(3, *v.shape) for k, v in feats.items()}
+    torch.testing.assert_close(net.score(per, per_member=True), r)
+    with pytest.raises(ValueError, match="uint8"):
+        net(imgs.float(), torch.zeros(2, 5), imgs, torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="image Box"):
+        CNNReward(BOX3, BOX1)
+
+
+def test_shaped_reward_is_base_plus_potential_difference():
+    base = MLPReward(BOX3, BOX1, ensemble_size=2)
+    net = ShapedReward(base, gamma=0.9)
+    s, a, s2 = torch.randn(6, 3), torch.randn(6, 1), torch.randn(6, 3)
+    d = torch.tensor([0, 0, 1, 0, 1, 0.0])
+    feats = net.encode(s, a, s2, d)
+    phi_s, phi_n = net.potential_value(feats["phi_s"]), net.potential_value(feats["phi_next"])
+    expected = base(s, a, s2, d) + 0.9 * (1 - d) * phi_n - phi_s
+    torch.testing.assert_close(net(s, a, s2, d), expected)
+
+
+def test_running_norm_matches_numpy():
+    norm = RunningNorm(3)
+    data = np.random.default_rng(0).normal(2.0, 3.0, size=(1000, 3)).astype(np.float32)
+    for chunk in np.split(data, 4):
+        norm.update(torch.as_tensor(chunk))
+    np.testing.assert_allclose(norm.mean.numpy(), data.mean(0), rtol=1e-4)
+    np.testing.assert_allclose(norm.var.numpy(), data.var(0), rtol=1e-3)
+    with pytest.raises(ValueError, match="NaN"):
+        norm.update(torch.tensor([[np.nan, 0, 0]]))
+
+
+def test_save_load_round_trip_and_bad_files(tmp_path):
+    env = gym.make("CartPole-v1")
+    for net in [
+        MLPReward(env.observation_space, env.action_space, ensemble_size=3),
+        ShapedReward(MLPReward(BOX3, BOX1), gamma=0.5),
+        CNNReward(
+            spaces.Box(0, 255, (32, 32, 3), np.uint8), BOX1, channels=(4, 8), kernels=(4, 3), strides=(2, 1)
+        ),
+    ]:
+        path = save_reward_net(net, tmp_path / "r.safetensors")
+        loaded = load_reward_net(path)
+        assert type(loaded) is type(net)
+        for (k, v), (k2, v2) in zip(net.state_dict().items(), loaded.state_dict().items()):
+            assert k == k2
+            torch.testing.assert_close(v, v2)
+    (tmp_path / "bad.safetensors").write_bytes(b"\x00" * 50)
+    with pytest.raises(ValueError, match="not a readable reward model"):
+        load_reward_net(tmp_path / "bad.safetensors")
+    with pytest.raises(FileNotFoundError):
+        load_reward_net(tmp_path / "nope.safetensors")
