@@ -56,7 +56,7 @@ def test_save_load_round_trip_and_errors(tmp_path):
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         PreferenceDataset.load(tmp_path / "t2.npz")
     make_batch([5]).save(tmp_path / "traj.npz")
-    with pytest.raises(ValueError, match="expected a 'prefrl.preferences' file"):
+    with pytest.raises(ValueError, match=r"expected a 'prefrl\.preferences' file"):
         PreferenceDataset.load(tmp_path / "traj.npz")
 
 
@@ -76,10 +76,10 @@ def test_bad_labels_and_pairs():
 
 def test_validation_split_is_stable_as_data_grows():
     ds = PreferenceDataset()
-    f, p, l = _data(n_frag=400)
-    ds.add(f, p[:100], l[:100])
+    f, p, lab = _data(n_frag=400)
+    ds.add(f, p[:100], lab[:100])
     m1 = ds.validation_mask(0.2)
-    ds.add(f, p[100:], l[100:])
+    ds.add(f, p[100:], lab[100:])
     m2 = ds.validation_mask(0.2)
     np.testing.assert_array_equal(m1, m2[:100])
     assert 0.1 < m2.mean() < 0.3
