@@ -1,0 +1,242 @@
+"""stable-baselines3 agents: construction, environment stacks, PEBBLE buffer relabelling.
+
+Off-policy agents (SAC, TD3) keep a replay buffer whose rewards go stale whenever the
+reward model changes; :func:`relabel_replay_buffer` recomputes all of them in batched
+passes. Buffers are saved as plain ``.npz`` arrays (never SB3's pickle-based format).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3 import A2C, PPO, SAC, TD3
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+
+from prefrl.data.trajectories import load_npz_checked
+
+ALGOS: dict[str, type[BaseAlgorithm]] = {"sac": SAC, "td3": TD3, "ppo": PPO, "a2c": A2C}
+OFF_POLICY = ("sac", "td3")
+BUFFER_FORMAT = "prefrl.replay_buffer"
+
+
+@dataclass
+class AgentConfig:
+    """The RL agent (stable-baselines3)."""
+
+    algo: str = "sac"
+    """Algorithm: sac | td3 (off-policy, replay buffer relabelled) or ppo | a2c (on-policy)."""
+    policy: str = "MlpPolicy"
+    """SB3 policy class name (MlpPolicy, CnnPolicy, MultiInputPolicy)."""
+    learning_rate: float = 1e-3
+    """Learning rate of the policy and value networks."""
+    gamma: float = 0.99
+    """Discount factor."""
+    batch_size: int = 256
+    """Minibatch size (off-policy: per gradient step; PPO: per minibatch)."""
+    buffer_size: int = 1_000_000
+    """Replay buffer capacity (off-policy only)."""
+    n_steps: int = 1024
+    """Rollout length per environment (on-policy only)."""
+    n_envs: int = 1
+    """Number of parallel environments (DummyVecEnv)."""
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    """Hidden layer sizes of the policy and value networks."""
+    extra: str = "{}"
+    """Further keyword arguments of the SB3 class as a JSON object, e.g. '{"tau": 0.01}'."""
+    device: str = "cpu"
+    """Torch device of the agent."""
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ValueError(f"unknown agent {self.algo!r}; choose from {sorted(ALGOS)}")
+        try:
+            extra = json.loads(self.extra)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"agent extra must be a JSON object, got {self.extra!r} ({e})") from e
+        if not isinstance(extra, dict):
+            raise ValueError(f"agent extra must be a JSON object, got {self.extra!r}")
+
+    @property
+    def off_policy(self) -> bool:
+        return self.algo in OFF_POLICY
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise a clear error for an unknown Gymnasium id (with close matches)."""
+    if env_id in gym.registry:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
+    hint = f"; did you mean {close}?" if close else ""
+    raise ValueError(f"unknown Gymnasium environment id {env_id!r}{hint}")
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool = False) -> gym.Env:
+    """``gym.make`` with a clear error for unknown ids."""
+    check_env_id(env_id)
+    kwargs = dict(env_kwargs or {})
+    if render:
+        kwargs["render_mode"] = "rgb_array"
+    return gym.make(env_id, **kwargs)
+
+
+def make_vec_env(
+    env_id: str, n_envs: int = 1, env_kwargs: dict[str, Any] | None = None, seed: int = 0, render: bool = False
+) -> VecEnv:
+    """``n_envs`` copies in a ``DummyVecEnv``, seeded ``seed, seed+1, ...``."""
+    check_env_id(env_id)
+    venv = DummyVecEnv([lambda: make_env(env_id, env_kwargs, render)] * n_envs)
+    venv.seed(seed)
+    return venv
+
+
+def check_agent_space(algo: str, action_space: spaces.Space) -> None:
+    """Raise a clear error when ``algo`` cannot act in ``action_space``."""
+    if algo in OFF_POLICY and not isinstance(action_space, spaces.Box):
+        raise ValueError(
+            f"agent {algo!r} needs a continuous (Box) action space, but the environment has "
+            f"{action_space}; use --agent.algo ppo or a2c for discrete actions"
+        )
+    if algo in ("ppo", "a2c") and not isinstance(
+        action_space, spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary
+    ):
+        raise ValueError(f"agent {algo!r} does not support the action space {action_space}")
+
+
+def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts: int = 0) -> BaseAlgorithm:
+    """Build a fresh SB3 agent on ``venv`` from ``config``."""
+    check_agent_space(config.algo, venv.action_space)
+    kwargs: dict[str, Any] = {
+        "learning_rate": config.learning_rate,
+        "gamma": config.gamma,
+        "seed": seed,
+        "device": config.device,
+        "verbose": 0,
+        "policy_kwargs": {"net_arch": list(config.net_arch)},
+    }
+    if config.off_policy:
+        kwargs.update(batch_size=config.batch_size, buffer_size=config.buffer_size, learning_starts=learning_starts)
+    else:
+        kwargs.update(n_steps=config.n_steps)
+        if config.algo == "ppo":
+            kwargs.update(batch_size=config.batch_size)
+    kwargs.update(json.loads(config.extra))
+    try:
+        return ALGOS[config.algo](config.policy, venv, **kwargs)
+    except TypeError as e:
+        raise ValueError(f"bad hyperparameters for {config.algo}: {e}") from e
+
+
+def load_agent(algo: str, path: str | Path, venv: VecEnv | None = None, device: str = "cpu") -> BaseAlgorithm:
+    """Load an SB3 ``.zip`` policy (warm start or evaluation) with a clear error."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such policy file")
+    if algo not in ALGOS:
+        raise ValueError(f"unknown agent {algo!r}; choose from {sorted(ALGOS)}")
+    try:
+        return ALGOS[algo].load(str(path), env=venv, device=device)
+    except Exception as e:
+        raise ValueError(f"{path}: cannot load as a {algo} policy ({type(e).__name__}: {e})") from e
+
+
+# --------------------------------------------------------------------------- relabelling
+def buffer_rows(buffer: ReplayBuffer) -> int:
+    """Number of filled rows (each holds ``n_envs`` transitions)."""
+    return buffer.buffer_size if buffer.full else buffer.pos
+
+
+def buffer_transitions(agent: OffPolicyAlgorithm, rows: slice) -> tuple[Any, np.ndarray, Any, np.ndarray]:
+    """``(obs, acts, next_obs, terminal)`` of buffer rows, flattened to ``[M, ...]``.
+
+    Actions are mapped back from the buffer's [-1, 1] scale to the environment's bounds,
+    i.e. what the environment executed and what the reward model is trained on.
+    """
+    buf = agent.replay_buffer
+    assert buf is not None
+    if buf.optimize_memory_usage:
+        raise ValueError("relabelling needs next_observations; do not use optimize_memory_usage")
+
+    def flat(a: np.ndarray) -> np.ndarray:
+        return a[rows].reshape(-1, *a.shape[2:])
+
+    acts = flat(buf.actions)
+    if isinstance(agent.action_space, spaces.Box):
+        acts = agent.policy.unscale_action(acts)
+    acts = acts.reshape(-1, *agent.action_space.shape) if agent.action_space.shape else acts
+    terminal = flat(buf.dones) * (1 - flat(buf.timeouts))
+    return flat(buf.observations), acts, flat(buf.next_observations), terminal.astype(bool)
+
+
+def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: Any, batch: int = 16384) -> np.ndarray:
+    """Replace every stored reward by ``reward_fn(obs, acts, next_obs, dones)`` (PEBBLE).
+
+    ``reward_fn`` returns raw rewards ``[M]``; it is called on ``batch`` transitions at a time.
+    Returns all new raw rewards ``[rows * n_envs]`` (e.g. to fit the reward normaliser);
+    the buffer itself receives whatever the caller later normalises with
+    :func:`write_buffer_rewards`.
+    """
+    buf = agent.replay_buffer
+    assert buf is not None
+    n_rows = buffer_rows(buf)
+    per = max(1, batch // buf.n_envs)
+    out = []
+    for s in range(0, n_rows, per):
+        obs, acts, next_obs, terminal = buffer_transitions(agent, slice(s, min(s + per, n_rows)))
+        out.append(np.asarray(reward_fn(obs, acts, next_obs, terminal), dtype=np.float32))
+    return np.concatenate(out) if out else np.zeros(0, np.float32)
+
+
+def write_buffer_rewards(agent: OffPolicyAlgorithm, rews: np.ndarray) -> None:
+    """Store flat rewards ``[rows * n_envs]`` into the filled rows of the buffer."""
+    buf = agent.replay_buffer
+    assert buf is not None
+    n_rows = buffer_rows(buf)
+    buf.rewards[:n_rows] = np.asarray(rews, dtype=np.float32).reshape(n_rows, buf.n_envs)
+
+
+# --------------------------------------------------------------------------- buffer files
+_BUF_FIELDS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+
+
+def save_replay_buffer(buffer: ReplayBuffer, path: str | Path) -> Path:
+    """Write the filled part of a (non-dict) replay buffer to ``.npz`` (no pickle)."""
+    path = Path(path)
+    n = buffer_rows(buffer)
+    meta = {"format": BUFFER_FORMAT, "version": 1, "pos": buffer.pos, "full": buffer.full,
+            "buffer_size": buffer.buffer_size, "n_envs": buffer.n_envs}  # fmt: skip
+    arrays = {"__meta__": np.array(json.dumps(meta))}
+    for name in _BUF_FIELDS:
+        arrays[name] = getattr(buffer, name)[:n]
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    tmp.replace(path)
+    return path
+
+
+def load_replay_buffer(buffer: ReplayBuffer, path: str | Path) -> None:
+    """Fill ``buffer`` from a file written by :func:`save_replay_buffer`."""
+    data = load_npz_checked(path, BUFFER_FORMAT, 1)
+    meta = json.loads(str(data["__meta__"]))
+    if meta["buffer_size"] != buffer.buffer_size or meta["n_envs"] != buffer.n_envs:
+        raise ValueError(
+            f"{path}: buffer of size {meta['buffer_size']} x {meta['n_envs']} envs does not match "
+            f"the agent's {buffer.buffer_size} x {buffer.n_envs}"
+        )
+    for name in _BUF_FIELDS:
+        arr = data[name]
+        dst = getattr(buffer, name)
+        if arr.shape[1:] != dst.shape[1:]:
+            raise ValueError(f"{path}: {name} has shape {arr.shape[1:]}, expected {dst.shape[1:]}")
+        dst[: len(arr)] = arr
+    buffer.pos, buffer.full = int(meta["pos"]), bool(meta["full"])

@@ -1,0 +1,189 @@
+"""Replace an environment's reward with a learned one, normalised for RL.
+
+Two wrappers share one :class:`LearnedReward`:
+
+- :class:`LearnedRewardWrapper` for a single :class:`gymnasium.Env`;
+- :class:`LearnedRewardVecEnv` for a stable-baselines3 ``VecEnv``: one batched reward
+  call per vector step, whatever the number of environments.
+
+Both keep the environment's own reward in ``info["true_reward"]`` (and the raw,
+unnormalised learned reward in ``info["learned_reward"]``) so logs can show both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from prefrl.rewards.nets import RewardNet
+
+
+class RewardNormalizer:
+    """Running mean / std of scalar rewards (Chan et al. parallel update), JSON-serialisable."""
+
+    def __init__(self, eps: float = 1e-8, clip: float = 10.0) -> None:
+        self.mean, self.var, self.count = 0.0, 1.0, 0.0
+        self.eps, self.clip = eps, clip
+
+    def update(self, x: np.ndarray) -> None:
+        """Fold rewards ``x`` (any shape) into the statistics."""
+        x = np.asarray(x, dtype=np.float64).ravel()
+        if len(x) == 0:
+            return
+        n, b_mean, b_var = len(x), float(x.mean()), float(x.var())
+        tot = self.count + n
+        delta = b_mean - self.mean
+        m2 = self.var * self.count + b_var * n + delta**2 * self.count * n / tot
+        self.mean, self.var, self.count = self.mean + delta * n / tot, m2 / tot, tot
+
+    def reset_to(self, x: np.ndarray) -> None:
+        """Forget the past and take the statistics of ``x`` (after the reward changed)."""
+        self.mean, self.var, self.count = 0.0, 1.0, 0.0
+        self.update(x)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Normalised rewards, same shape as ``x``, clipped to ``±clip``."""
+        y = (np.asarray(x, dtype=np.float64) - self.mean) / np.sqrt(self.var + self.eps)
+        return np.clip(y, -self.clip, self.clip).astype(np.float32)
+
+    def state_dict(self) -> dict[str, float]:
+        return {"mean": self.mean, "var": self.var, "count": self.count}
+
+    def load_state_dict(self, state: dict[str, float]) -> None:
+        self.mean, self.var, self.count = float(state["mean"]), float(state["var"]), float(state["count"])
+
+
+class LearnedReward:
+    """A reward network's ensemble-mean reward plus the normaliser the agent sees.
+
+    Args:
+        net: the reward network (its weights may change between calls: it is read live).
+        normalize: divide by a running std (and subtract the running mean).
+        update_stats: fold every batch of rewards computed by the wrappers into the
+            running statistics (on-policy agents); off-policy loops reset them instead.
+    """
+
+    def __init__(self, net: RewardNet, normalize: bool = True, update_stats: bool = True) -> None:
+        self.net = net
+        self.normalize = normalize
+        self.update_stats = update_stats
+        self.normalizer = RewardNormalizer()
+        self.intrinsic: Any = None
+        """When set (``f(next_obs) -> [B]``), it replaces the learned reward (unsupervised pre-training)."""
+
+    @torch.no_grad()
+    def raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> np.ndarray:
+        """Unnormalised ensemble-mean reward ``[*lead]`` for transitions ``[*lead, ...]``."""
+        mean, _ = self.net.predict(obs, acts, next_obs, dones)
+        return mean.astype(np.float32)
+
+    def __call__(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(rewards for the agent, raw learned rewards)``, both ``[*lead]``."""
+        if self.intrinsic is not None:
+            return self.intrinsic(next_obs), self.raw(obs, acts, next_obs, dones)
+        raw = self.raw(obs, acts, next_obs, dones)
+        if not self.normalize:
+            return raw, raw
+        if self.update_stats:
+            self.normalizer.update(raw)
+        return self.normalizer(raw), raw
+
+
+class LearnedRewardWrapper(gym.Wrapper):
+    """A Gymnasium wrapper whose reward is a learned one; the true reward goes to ``info``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from prefrl.rewards import MLPReward
+        >>> env = gym.make("Pendulum-v1")
+        >>> net = MLPReward(env.observation_space, env.action_space)
+        >>> env = LearnedRewardWrapper(env, LearnedReward(net))
+        >>> obs, _ = env.reset(seed=0)
+        >>> obs, rew, term, trunc, info = env.step(env.action_space.sample())
+        >>> sorted(k for k in info if k.endswith("_reward"))
+        ['learned_reward', 'true_reward']
+    """
+
+    def __init__(self, env: gym.Env, reward: LearnedReward) -> None:
+        super().__init__(env)
+        self.reward = reward
+        self._obs: Any = None
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._obs = obs
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, true_rew, terminated, truncated, info = self.env.step(action)
+        add = lambda x: np.asarray(x)[None]  # noqa: E731 -- a batch of one
+        rew, raw = self.reward(add(self._obs), add(action), add(obs), np.array([terminated]))
+        self._obs = obs
+        info = {**info, "true_reward": float(true_rew), "learned_reward": float(raw[0])}
+        return obs, float(rew[0]), terminated, truncated, info
+
+
+def _stack_obs(items: list[Any]) -> Any:
+    if isinstance(items[0], dict):
+        return {k: np.stack([o[k] for o in items]) for k in items[0]}
+    return np.stack(items)
+
+
+class LearnedRewardVecEnv(VecEnvWrapper):
+    """A ``VecEnv`` wrapper with a learned reward: one batched reward call per vector step.
+
+    Terminal observations come from ``info["terminal_observation"]`` (the returned
+    observation of a finished sub-environment is already the next episode's first one).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from stable_baselines3.common.vec_env import DummyVecEnv
+        >>> from prefrl.rewards import MLPReward
+        >>> venv = DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 2)
+        >>> net = MLPReward(venv.observation_space, venv.action_space)
+        >>> venv = LearnedRewardVecEnv(venv, LearnedReward(net))
+        >>> _ = venv.reset()
+        >>> obs, rews, dones, infos = venv.step(np.stack([venv.action_space.sample()] * 2))
+        >>> rews.shape, "true_reward" in infos[0]
+        ((2,), True)
+    """
+
+    def __init__(self, venv: VecEnv, reward: LearnedReward) -> None:
+        super().__init__(venv)
+        self.reward = reward
+        self._obs: Any = None
+        self._acts: np.ndarray | None = None
+
+    def reset(self) -> Any:
+        self._obs = self.venv.reset()
+        return self._obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._acts = np.asarray(actions)
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> Any:
+        obs, true_rews, dones, infos = self.venv.step_wait()
+        next_obs = obs
+        if np.any(dones):  # swap in the real last observation of finished episodes
+            rows = [
+                infos[i]["terminal_observation"] if dones[i] else self._row(obs, i) for i in range(len(dones))
+            ]
+            next_obs = _stack_obs(rows)
+        terminal = np.array(
+            [bool(d) and not info.get("TimeLimit.truncated", False) for d, info in zip(dones, infos)]
+        )
+        rews, raw = self.reward(self._obs, self._acts, next_obs, terminal)
+        for i, info in enumerate(infos):
+            info["true_reward"] = float(true_rews[i])
+            info["learned_reward"] = float(raw[i])
+        self._obs = obs
+        return obs, rews.astype(np.float32), dones, infos
+
+    @staticmethod
+    def _row(obs: Any, i: int) -> Any:
+        return {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]

@@ -1,0 +1,115 @@
+"""Configuration of :class:`~prefrl.envs.preference_env.PreferenceEnv`."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from prefrl.training.trainer import RewardTrainerConfig
+
+Mode = Literal["online", "collect", "train", "pretrained"]
+MODES = ("online", "collect", "train", "pretrained")
+
+
+def _default_trainer() -> RewardTrainerConfig:
+    return RewardTrainerConfig(epochs=1.0)
+
+
+@dataclass
+class PreferenceEnvConfig:
+    """How the preference wrapper records, labels, trains and rewards."""
+
+    mode: Mode = "online"
+    """``online``: label segments and train the reward model at once; ``collect``: only
+    record and label segments (save them with ``save_preferences``); ``train``: train only
+    on ``preferences_path``; ``pretrained``: only use the model at ``reward_path``."""
+    segment_length: int = 25
+    """``L``: transitions per recorded segment (the clips that are compared)."""
+    teacher: Any = "oracle"
+    """A synthetic teacher preset (``"oracle"``, ``"noisy"``, ``"mistake"``, ``"skip"``,
+    ``"myopic"``, ``"equal"``), ``"store:PATH_OR_URL"`` for people labelling in the web app,
+    or a (picklable) ``Teacher`` / ``AsyncTeacher`` object."""
+    learned_after: int = 200
+    """Return the learned reward once the reward model has had this many training steps
+    (true reward until then). ``pretrained`` mode ignores it."""
+    preferences_path: str | None = None
+    """A saved preference set (``.npz``) to start from; required in ``train`` mode."""
+    reward_path: str | None = None
+    """A saved reward model (``.safetensors``) to start from; required in ``pretrained`` mode."""
+    record: Literal["obs", "frames"] = "obs"
+    """What the reward model sees: observations, or ``env.render()`` frames (needs
+    ``render_mode="rgb_array"``), in both cases after ``obs_transform``."""
+    record_frames: bool | None = None
+    """Keep rendered frames in segments for people to watch; ``None``: when the teacher is
+    a human one (``"store:..."``)."""
+    normalize: bool = True
+    """Return the learned reward normalised to zero mean, unit std over the preference set."""
+    queue_size: int = 64
+    """Finished segments waiting for the labeller; more are dropped (counted)."""
+    pairs_per_segment: float = 1.0
+    """Comparisons asked per finished segment (each pairs it with a recent one)."""
+    pool_size: int = 64
+    """Recent segments the labeller pairs new ones with."""
+    max_preferences: int | None = None
+    """Stop asking the teacher after this many comparisons (a label budget)."""
+    max_preferences_kept: int | None = 3000
+    """Train on at most this many of the newest preferences."""
+    min_preferences: int = 10
+    """Preferences needed before reward training starts."""
+    trainer: RewardTrainerConfig = field(default_factory=_default_trainer)
+    """Reward training settings; ``epochs`` is per round (rounds repeat while stepping)."""
+    max_train_steps: int | None = None
+    """Stop reward training after this many steps (``None``: train as long as the env runs)."""
+    train_pause_s: float = 0.05
+    """Pause between training rounds, leaving CPU to the agent."""
+    checkpoint_dir: str | None = None
+    """Where reward checkpoints go (``reward_<step>.safetensors`` and ``reward_latest``)."""
+    checkpoint_every: int = 0
+    """Write a checkpoint every this many reward training steps (0: never)."""
+    run: str = "preference-env"
+    """Run name (the human query store groups queries by it)."""
+    seed: int = 0
+    """Seed of pairing and of synthetic teachers."""
+    start_method: str | None = None
+    """``multiprocessing`` start method: ``forkserver`` (default on POSIX) or ``spawn``."""
+    niceness: int = 5
+    """Background processes run at this lower priority."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.segment_length < 1:
+            raise ValueError(f"segment_length must be >= 1, got {self.segment_length}")
+        if self.mode == "train" and self.preferences_path is None:
+            raise ValueError("mode='train' trains on a saved preference set: give preferences_path")
+        if self.mode == "pretrained" and self.reward_path is None:
+            raise ValueError("mode='pretrained' uses a saved reward model: give reward_path")
+        if self.record not in ("obs", "frames"):
+            raise ValueError(f"record must be 'obs' or 'frames', got {self.record!r}")
+        if self.queue_size < 1:
+            raise ValueError(f"queue_size must be >= 1, got {self.queue_size}")
+        if self.learned_after < 0:
+            raise ValueError(f"learned_after must be >= 0, got {self.learned_after}")
+        if self.start_method not in (None, "spawn", "forkserver"):
+            raise ValueError(f"start_method must be 'spawn' or 'forkserver', got {self.start_method!r}")
+
+    @property
+    def labels(self) -> bool:
+        """Whether segments are recorded and labelled."""
+        return self.mode in ("online", "collect")
+
+    @property
+    def trains(self) -> bool:
+        return self.mode in ("online", "train")
+
+    @property
+    def wants_frames(self) -> bool:
+        if self.record_frames is not None:
+            return self.record_frames
+        return isinstance(self.teacher, str) and self.teacher.startswith("store:")
+
+    def context_method(self) -> str:
+        if self.start_method is not None:
+            return self.start_method
+        return "spawn" if sys.platform == "win32" else "forkserver"

@@ -1,0 +1,119 @@
+"""Run-directory checkpoints: everything needed to resume a preference-learning run.
+
+Layout of ``RUN/checkpoints/``::
+
+    LATEST                 name of the newest complete checkpoint directory
+    iter_000004/
+      state.json           loop position, schedule, normaliser stats, RNG states, config hash
+      reward.safetensors   reward model (prefrl.rewards.save_reward_net)
+      trainer.pt           reward optimiser / L2 / RNG state (tensors only, weights_only load)
+      policy.zip           SB3 policy with its optimisers (SB3's own format)
+      replay_buffer.npz    off-policy replay buffer arrays (no pickle)
+    labels.json            number of queries asked so far (written with RUN/preferences.npz)
+
+A checkpoint directory is written completely before ``LATEST`` points to it, so a crash
+while saving leaves the previous checkpoint usable. Labels are saved after every
+labelling step, independently of checkpoints, so no label is ever lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+CKPT_VERSION = 1
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """A short stable hash of a JSON-able config."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomic JSON write."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True))
+    tmp.replace(path)
+
+
+def read_json(path: Path, what: str) -> Any:
+    """Read JSON with a clear error naming ``what`` the file should be."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: missing {what}")
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: corrupt {what} ({e})") from e
+
+
+class CheckpointDir:
+    """Writes and finds checkpoints under ``run_dir / "checkpoints"``."""
+
+    def __init__(self, run_dir: str | Path, keep: int = 2) -> None:
+        self.root = Path(run_dir) / "checkpoints"
+        self.keep = keep
+
+    def begin(self, iteration: int) -> Path:
+        """A fresh directory for the checkpoint of ``iteration``."""
+        path = self.root / f"iter_{iteration:06d}"
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path
+
+    def commit(self, path: Path, state: dict[str, Any]) -> None:
+        """Write ``state.json`` last, point ``LATEST`` at ``path``, drop old checkpoints."""
+        write_json(path / "state.json", {"version": CKPT_VERSION, **state})
+        tmp = self.root / "LATEST.tmp"
+        tmp.write_text(path.name)
+        tmp.replace(self.root / "LATEST")
+        old = sorted(p for p in self.root.glob("iter_*") if p.is_dir() and p != path)
+        for p in old[: max(0, len(old) - (self.keep - 1))]:
+            shutil.rmtree(p, ignore_errors=True)
+
+    def latest(self) -> Path | None:
+        """The newest committed checkpoint, or ``None`` if there is none."""
+        marker = self.root / "LATEST"
+        if not marker.exists():
+            return None
+        path = self.root / marker.read_text().strip()
+        if not (path / "state.json").exists():
+            raise ValueError(f"{marker} points to {path}, which is not a complete checkpoint")
+        return path
+
+    def read_state(self, path: Path) -> dict[str, Any]:
+        state = read_json(path / "state.json", "checkpoint state")
+        if not isinstance(state, dict) or int(state.get("version", -1)) > CKPT_VERSION:
+            raise ValueError(f"{path / 'state.json'}: not a prefrl checkpoint this version can read")
+        return state
+
+    # ------------------------------------------------------------- labels
+    def write_labels_state(self, state: dict[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_json(self.root / "labels.json", state)
+
+    def read_labels_state(self) -> dict[str, Any] | None:
+        path = self.root / "labels.json"
+        return read_json(path, "label counter") if path.exists() else None
+
+
+def save_torch_state(state: dict[str, Any], path: Path) -> None:
+    """Save a dict of tensors / numbers / lists (no objects), loadable with ``weights_only``."""
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
+def load_torch_state(path: Path) -> dict[str, Any]:
+    """Load a file written by :func:`save_torch_state` (``weights_only=True``), clear errors."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: missing checkpoint file")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise ValueError(f"{path}: corrupt checkpoint file ({type(e).__name__}: {e})") from e

@@ -1,0 +1,66 @@
+"""Loop callbacks: hooks called by :class:`~prefrl.training.loop.PreferenceLoop`.
+
+Subclass :class:`LoopCallback` and override what you need; ``on_iteration_end``
+returning ``False`` stops training after that iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tqdm.auto import tqdm
+
+
+class LoopCallback:
+    """Base class: every hook does nothing."""
+
+    def on_start(self, loop: Any) -> None:
+        """Called once before the first iteration (also after a resume)."""
+
+    def on_labels(self, loop: Any, n_new: int) -> None:
+        """Called after ``n_new`` labels were added to the dataset."""
+
+    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> bool | None:
+        """Called after each iteration with its metrics; return ``False`` to stop."""
+        return None
+
+    def on_end(self, loop: Any) -> None:
+        """Called once when training ends."""
+
+
+class ProgressBar(LoopCallback):
+    """A tqdm bar over environment steps, showing labels and the latest true return."""
+
+    def __init__(self, disable: bool = False) -> None:
+        self.disable = disable
+        self.bar: Any = None
+
+    def on_start(self, loop: Any) -> None:
+        self.bar = tqdm(total=loop.config.total_steps, unit="step", disable=self.disable, dynamic_ncols=True)
+        self.bar.update(loop.env_steps)
+
+    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> None:
+        if self.bar is None:
+            return
+        self.bar.update(loop.env_steps - self.bar.n)
+        post = {"labels": len(loop.dataset)}
+        if "rollout/true_return" in metrics:
+            post["true_return"] = round(metrics["rollout/true_return"], 1)
+        if "reward/val_accuracy" in metrics:
+            post["acc"] = round(metrics["reward/val_accuracy"], 2)
+        self.bar.set_postfix(post)
+
+    def on_end(self, loop: Any) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class StopAfter(LoopCallback):
+    """Stops after ``iterations`` iterations (e.g. to simulate an interruption in tests)."""
+
+    def __init__(self, iterations: int) -> None:
+        self.iterations = iterations
+
+    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> bool:
+        return loop.iteration < self.iterations

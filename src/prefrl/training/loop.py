@@ -1,0 +1,505 @@
+"""The main loop: collect behaviour, query a teacher, fit the reward, train the agent, repeat.
+
+One iteration ``i`` (of ``config.iterations``):
+
+1. sample fragments from the episodes played since the last query (plus random-action
+   episodes when ``exploration_frac > 0``) and ask the teacher the queries the schedule
+   allots (sync teachers answer at once; async ones are polled);
+2. fit the reward model (``initial_epoch_multiplier`` times longer the first time);
+3. off-policy agents: relabel the whole replay buffer with the new reward (PEBBLE);
+   reset the reward normaliser to the new reward's statistics;
+4. train the agent for its share of environment steps on the learned reward;
+5. log metrics, save labels, and checkpoint every ``checkpoint_interval`` iterations.
+
+Before iteration 0, ``initial_steps`` of random behaviour (and optionally
+``pretrain_steps`` of unsupervised, state-entropy-driven behaviour) are collected so the
+first clips are varied. Without an agent (offline mode) clips come from a fixed
+:class:`TrajectoryBatch` and steps 3--4 are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from prefrl.agents.entropy import StateEntropyReward
+from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.rollout import collect_episodes
+from prefrl.agents.sb3 import (
+    load_replay_buffer,
+    relabel_replay_buffer,
+    save_replay_buffer,
+    write_buffer_rewards,
+)
+from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.fragments import Fragments, sample_fragments
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.envs.learned_reward import LearnedReward
+from prefrl.rewards.io import load_reward_net, save_reward_net
+from prefrl.rewards.nets import RewardNet
+from prefrl.selection.selectors import DisagreementSelector, UniformSelector
+from prefrl.storage.checkpoint import CheckpointDir, load_torch_state, save_torch_state
+from prefrl.teachers import AsyncTeacher, Teacher
+from prefrl.training.callbacks import LoopCallback
+from prefrl.training.logger import Logger, NullLogger
+from prefrl.training.schedules import allocate_queries
+from prefrl.training.trainer import RewardTrainer
+
+
+@dataclass
+class LoopConfig:
+    """The preference-learning loop (schedule of steps, queries and reward updates)."""
+
+    total_steps: int = 15_000
+    """Environment steps in all (initial random + pre-training + agent training)."""
+    total_labels: int = 20
+    """Query budget: comparisons asked of the teacher over the whole run."""
+    iterations: int = 14
+    """Reward-update iterations; the agent trains between consecutive ones."""
+    initial_steps: int = 1_000
+    """Random-action steps collected before the first query."""
+    pretrain_steps: int = 0
+    """Unsupervised pre-training steps (PEBBLE state-entropy reward) before the first query."""
+    fragment_length: int = 50
+    """Transitions per clip."""
+    initial_comparison_frac: float = 0.3
+    """Share of the label budget asked before any agent training."""
+    initial_epoch_multiplier: float = 5.0
+    """The first reward training runs this many times more epochs."""
+    query_schedule: str = "hyperbolic"
+    """How the remaining labels are spread: constant | hyperbolic | inverse_quadratic."""
+    transition_oversampling: float = 1.0
+    """Fragments drawn per fragment needed (>1: pairs picked from a larger pool of clips)."""
+    active_selection: bool = False
+    """Choose queries by ensemble disagreement instead of uniformly (needs ensemble_size >= 2
+    unless the measure is entropy)."""
+    active_selection_oversampling: int = 5
+    """With active selection: candidate pairs considered per query asked."""
+    uncertainty_measure: str = "logit"
+    """Disagreement measure for active selection: logit | probability | label | entropy."""
+    comparison_queue_size: int | None = None
+    """Keep at most this many comparisons (oldest dropped); None keeps all."""
+    exploration_frac: float = 0.0
+    """Share of query clips taken from random-action episodes (exploration mixing)."""
+    allow_variable_horizon: bool = False
+    """Allow episodes of different lengths (they can leak reward information: see docs)."""
+    checkpoint_interval: int = 1
+    """Save a resumable checkpoint every this many iterations (0: only at the end)."""
+    relabel_batch: int = 16_384
+    """Transitions per batched reward pass when relabelling the replay buffer."""
+    normalize_reward: bool = True
+    """Normalise the learned reward (running mean/std) before the agent sees it."""
+    seed: int = 0
+    """Seed of the loop's random generator (fragments, pairs, selection)."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise ValueError(f"iterations must be >= 1, got {self.iterations}")
+        if self.total_labels < 1:
+            raise ValueError(f"total_labels must be >= 1, got {self.total_labels}")
+        if not 0.0 <= self.exploration_frac < 1.0:
+            raise ValueError(f"exploration_frac must lie in [0, 1), got {self.exploration_frac}")
+        if self.transition_oversampling < 1.0:
+            raise ValueError(f"transition_oversampling must be >= 1, got {self.transition_oversampling}")
+        if self.active_selection_oversampling < 1:
+            raise ValueError("active_selection_oversampling must be >= 1")
+
+    @property
+    def agent_steps(self) -> int:
+        """Steps of agent training after the initial collection and pre-training."""
+        return self.total_steps - self.initial_steps - self.pretrain_steps
+
+
+@dataclass
+class LoopState:
+    """Where the loop is (saved in checkpoints)."""
+
+    iteration: int = 0
+    env_steps: int = 0
+    queries_asked: int = 0
+    started: bool = False
+    wall_s: float = 0.0
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+class PreferenceLoop:
+    """Drives reward learning and agent training (see module docstring).
+
+    Args:
+        config: schedule of the loop.
+        reward_net: the reward model being learned.
+        trainer: fits ``reward_net`` (built on the same network).
+        teacher: a sync :class:`~prefrl.teachers.Teacher` or an :class:`~prefrl.teachers.AsyncTeacher`.
+        agent: an SB3 agent whose env is ``LearnedRewardVecEnv(TrajectoryRecorder(...))``;
+            ``None`` for offline reward learning.
+        recorder: the recorder inside the agent's env stack.
+        reward: the :class:`LearnedReward` used by the agent's env wrapper.
+        trajectories: offline mode: episodes to draw clips from.
+        side_env: a plain env (true reward) for exploration mixing / fallback rollouts.
+        run_dir: where labels, reward model and checkpoints go (``None``: nothing saved).
+    """
+
+    def __init__(
+        self,
+        config: LoopConfig,
+        reward_net: RewardNet,
+        trainer: RewardTrainer,
+        teacher: Teacher | AsyncTeacher,
+        agent: Any = None,
+        recorder: TrajectoryRecorder | None = None,
+        reward: LearnedReward | None = None,
+        trajectories: TrajectoryBatch | None = None,
+        side_env: Any = None,
+        run_dir: str | Path | None = None,
+        logger: Logger | None = None,
+        callbacks: Sequence[LoopCallback] = (),
+        dataset: PreferenceDataset | None = None,
+        config_hash: str = "",
+    ) -> None:
+        if agent is None and trajectories is None:
+            raise ValueError("give an agent (online training) or trajectories (offline reward learning)")
+        if agent is not None and (recorder is None or reward is None):
+            raise ValueError("an agent needs the recorder and learned reward of its env stack")
+        if config.agent_steps < 0:
+            raise ValueError(
+                f"total_steps {config.total_steps} is smaller than initial_steps + pretrain_steps "
+                f"({config.initial_steps + config.pretrain_steps})"
+            )
+        self.config, self.net, self.trainer, self.teacher = config, reward_net, trainer, teacher
+        self.agent, self.recorder, self.reward = agent, recorder, reward
+        self.trajectories, self.side_env = trajectories, side_env
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.logger = logger or NullLogger()
+        self.callbacks = list(callbacks)
+        self.dataset = dataset if dataset is not None else PreferenceDataset(config.comparison_queue_size)
+        self.rng = np.random.default_rng(config.seed)
+        self.state = LoopState()
+        self.config_hash = config_hash
+        self.is_async = isinstance(teacher, AsyncTeacher) and not isinstance(teacher, Teacher)
+        self.alloc = allocate_queries(
+            config.total_labels, config.iterations - 1, config.query_schedule, config.initial_comparison_frac
+        )
+        self.ckpt = CheckpointDir(self.run_dir) if self.run_dir is not None else None
+        self.off_policy = agent is not None and hasattr(agent, "replay_buffer")
+        if reward is not None:
+            reward.normalize = config.normalize_reward
+            reward.update_stats = not self.off_policy
+        self._episodes: list[TrajectoryBatch] = []
+        self._labels_since_train = 0
+
+    # ------------------------------------------------------------------ views
+    @property
+    def iteration(self) -> int:
+        return self.state.iteration
+
+    @property
+    def env_steps(self) -> int:
+        return self.state.env_steps
+
+    def steps_for(self, i: int) -> int:
+        """Agent training steps after reward update ``i``."""
+        n, total = self.config.iterations, self.config.agent_steps
+        return total // n + (1 if i < total % n else 0)
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> dict[str, float]:
+        """Run (or continue) until all iterations are done; returns the last metrics."""
+        t_start = time.perf_counter() - self.state.wall_s
+        for cb in self.callbacks:
+            cb.on_start(self)
+        if not self.state.started and self.agent is not None:
+            self._initial_collection()
+        metrics: dict[str, float] = {}
+        while self.state.iteration < self.config.iterations:
+            t0 = time.perf_counter()
+            metrics = self._iteration(self.state.iteration)
+            self.state.iteration += 1
+            self.state.wall_s = time.perf_counter() - t_start
+            metrics["time/iteration_s"] = time.perf_counter() - t0
+            metrics["time/wall_s"] = self.state.wall_s
+            self.state.history.append({"step": self.state.env_steps, **metrics})
+            self.logger.log(metrics, self.state.env_steps)
+            if hasattr(self.logger, "flush_row"):
+                self.logger.flush_row()
+            last = self.state.iteration == self.config.iterations
+            k = self.config.checkpoint_interval
+            if self.ckpt is not None and (last or (k > 0 and self.state.iteration % k == 0)):
+                self.save_checkpoint()
+            stop = any(cb.on_iteration_end(self, metrics) is False for cb in self.callbacks)
+            if stop:
+                break
+        for cb in self.callbacks:
+            cb.on_end(self)
+        return metrics
+
+    # ------------------------------------------------------------------ stages
+    def _learn(self, steps: int) -> None:
+        if steps <= 0:
+            return
+        self.agent.learn(steps, reset_num_timesteps=not self.state.started, progress_bar=False)
+        self.state.started = True
+        self.state.env_steps += steps
+
+    def _initial_collection(self) -> None:
+        c = self.config
+        if self.off_policy:
+            self.agent.learning_starts = self.agent.num_timesteps + c.initial_steps
+            self._learn(c.initial_steps)
+        elif c.initial_steps > 0:
+            self._random_steps(c.initial_steps)
+        if c.pretrain_steps > 0:
+            self._pretrain(c.pretrain_steps)
+        self.state.started = True
+
+    def _random_steps(self, steps: int) -> None:
+        """Step the agent's env stack with random actions (on-policy initial collection)."""
+        venv = self.agent.get_env()
+        venv.reset()
+        for _ in range(math.ceil(steps / venv.num_envs)):
+            venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
+        self.state.env_steps += steps
+        self.agent._last_obs = None  # the agent resets the env when it starts learning
+
+    def _pretrain(self, steps: int) -> None:
+        """PEBBLE's unsupervised phase: the agent maximises a k-NN state-entropy reward."""
+        assert self.reward is not None and self.recorder is not None
+        self.reward.intrinsic = StateEntropyReward()
+        try:
+            self._learn(steps)
+        finally:
+            self.reward.intrinsic = None
+
+    def _gather_episodes(self) -> TrajectoryBatch:
+        if self.trajectories is not None:
+            return self.trajectories
+        assert self.recorder is not None
+        batch = self.recorder.pop_episodes()
+        if batch is None:  # e.g. right after a resume, or episodes longer than an iteration
+            batch = self.recorder.pop_episodes(include_partial=True)
+        if batch is None or batch.lengths.max() < self.config.fragment_length:
+            batch = self._policy_rollouts(max(self.config.fragment_length * 4, 1000))
+        return batch
+
+    def _policy_rollouts(self, steps: int, random: bool = False) -> TrajectoryBatch:
+        if self.side_env is None:
+            raise ValueError("no episodes to draw clips from and no side environment to collect some")
+        policy = None if random or self.agent is None else (lambda o: self.agent.predict(o)[0])
+        seed = int(self.rng.integers(2**31))
+        return collect_episodes(self.side_env, n_steps=steps, policy=policy, seed=seed, render=self._render)
+
+    @property
+    def _render(self) -> bool:
+        return bool(self.recorder is not None and self.recorder.render_frames)
+
+    def _check_horizon(self, batch: TrajectoryBatch) -> None:
+        lengths = np.unique(batch.lengths)
+        if not self.config.allow_variable_horizon and batch.terminated.any() and len(lengths) > 1:
+            raise ValueError(
+                f"episodes end after different numbers of steps ({sorted(set(lengths.tolist()))[:8]}): "
+                "a variable horizon leaks reward information (the agent can learn from when episodes "
+                "end rather than from the learned reward). Use a fixed-horizon environment, or opt "
+                "out with --loop.allow-variable-horizon."
+            )
+
+    def _query(self, n_queries: int, batch: TrajectoryBatch) -> dict[str, float]:
+        """Sample clips from ``batch`` and ask ``n_queries`` comparisons."""
+        c = self.config
+        self._check_horizon(batch)
+        if c.exploration_frac > 0 and self.side_env is not None:
+            n_rand = max(c.fragment_length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)))
+            batch = TrajectoryBatch.concat([batch, self._policy_rollouts(n_rand, random=True)])
+        n_cand = n_queries * (c.active_selection_oversampling if c.active_selection else 1)
+        n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
+        frags, _ = sample_fragments(batch, n_frag, c.fragment_length, self.rng)
+        perm = self.rng.permutation(n_frag)
+        cand = perm[: 2 * n_cand].reshape(-1, 2) if n_frag >= 2 * n_cand else perm[:2].reshape(1, 2)
+        if c.active_selection and len(self.dataset):
+            selector: Any = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)  # type: ignore[arg-type]
+        else:
+            selector = UniformSelector(self.rng)
+        k = min(n_queries, len(cand))
+        pairs = cand[selector.select(frags, cand, k)]
+        self.state.queries_asked += k
+        if self.is_async:
+            self.teacher.submit(frags, pairs)  # type: ignore[union-attr]
+            self._save_labels()
+            return {"labels/asked": float(k)}
+        labels = self.teacher.label(frags, pairs)  # type: ignore[union-attr]
+        rep = self.dataset.add(frags, pairs, labels)
+        self._after_labels(rep.added)
+        return {"labels/asked": float(k), "labels/answered": float(rep.added), "labels/skipped": float(rep.skipped)}
+
+    def _poll(self) -> int:
+        """Add the answers an async teacher has ready; returns how many were added."""
+        added = 0
+        for frags, pairs, labels in self.teacher.poll():  # type: ignore[union-attr]
+            added += self.dataset.add(frags, pairs, labels).added
+        if added:
+            self._after_labels(added)
+        return added
+
+    def _after_labels(self, n_new: int) -> None:
+        self._labels_since_train += n_new
+        self._save_labels()
+        for cb in self.callbacks:
+            cb.on_labels(self, n_new)
+
+    def _save_labels(self) -> None:
+        if self.run_dir is None or self.ckpt is None:
+            return
+        self.dataset.save(self.run_dir / "preferences.npz")
+        self.ckpt.write_labels_state({"queries_asked": self.state.queries_asked, "labels": len(self.dataset)})
+
+    def _wait_for_labels(self) -> None:
+        """Block (with a status line) until an async teacher gives the first answer."""
+        t0 = time.perf_counter()
+        while len(self.dataset) == 0:
+            if self._poll():
+                break
+            pending = self.teacher.pending()  # type: ignore[union-attr]
+            waited = time.perf_counter() - t0
+            print(f"\rwaiting for labels: {pending} queries pending, {waited:.0f}s", end="", file=sys.stderr)
+            time.sleep(1.0)
+        print(file=sys.stderr)
+
+    def _iteration(self, i: int) -> dict[str, float]:
+        c = self.config
+        m: dict[str, float] = {"iteration": float(i)}
+        batch = self._gather_episodes()
+        if self.trajectories is None and batch.rews is not None and batch.num_steps:
+            m["rollout/true_return"] = float(np.mean(batch.episode_returns()))
+            m.update(self._correlation(batch))
+        target = int(self.alloc[: i + 1].sum())
+        due = max(0, target - self.state.queries_asked)
+        if due:
+            m.update(self._query(due, batch))
+        if self.is_async:
+            self._poll()
+            if len(self.dataset) == 0:
+                self._wait_for_labels()
+        m["labels/total"] = float(len(self.dataset))
+        m["labels/queries_asked"] = float(self.state.queries_asked)
+        t0 = time.perf_counter()
+        if len(self.dataset) and (self._labels_since_train or self.trainer.calls == 0):
+            mult = c.initial_epoch_multiplier if self.trainer.calls == 0 else 1.0
+            rm = self.trainer.train(self.dataset, epoch_multiplier=mult)
+            m.update({f"reward/{k}": v for k, v in rm.items()})
+            self._labels_since_train = 0
+            self._reward_changed(batch)
+        m["time/reward_s"] = time.perf_counter() - t0
+        if self.run_dir is not None:
+            save_reward_net(self.net, self.run_dir / "reward.safetensors")
+        if self.agent is not None:
+            t0 = time.perf_counter()
+            self._learn(self.steps_for(i))
+            m["time/agent_s"] = time.perf_counter() - t0
+        m["env_steps"] = float(self.state.env_steps)
+        return m
+
+    def _reward_changed(self, batch: TrajectoryBatch) -> None:
+        """New reward weights: relabel the replay buffer and reset the normaliser."""
+        if self.reward is None or self.agent is None:
+            return
+        if self.off_policy:
+            raw = relabel_replay_buffer(self.agent, self.reward.raw, self.config.relabel_batch)
+            self.reward.normalizer.reset_to(raw)
+            write_buffer_rewards(self.agent, self.reward.normalizer(raw) if self.reward.normalize else raw)
+        else:
+            rows = batch.step_rows
+            nxt = rows + 1
+            obs = _take(batch.obs, rows)
+            raw = self.reward.raw(obs, batch.acts[rows], _take(batch.obs, nxt), batch.dones[rows])
+            self.reward.normalizer.reset_to(raw)
+
+    def _correlation(self, batch: TrajectoryBatch) -> dict[str, float]:
+        """Pearson correlation of learned vs true per-step reward on ``batch``."""
+        if self.trainer.calls == 0 or batch.rews is None:
+            return {}
+        rows = batch.step_rows
+        learned, _ = self.net.predict(_take(batch.obs, rows), batch.acts[rows], _take(batch.obs, rows + 1),
+                                      batch.dones[rows])  # fmt: skip
+        true = batch.rews[rows]
+        if len(rows) < 2 or np.std(learned) == 0 or np.std(true) == 0:
+            return {}
+        return {"reward/pearson_true": float(np.corrcoef(learned, true)[0, 1])}
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> Path:
+        """Write a complete resumable checkpoint (see :mod:`prefrl.storage.checkpoint`)."""
+        assert self.ckpt is not None and self.run_dir is not None
+        path = self.ckpt.begin(self.state.iteration)
+        save_reward_net(self.net, path / "reward.safetensors")
+        save_torch_state({"trainer": self.trainer.state_dict(), "torch_rng": torch.get_rng_state()},
+                         path / "trainer.pt")  # fmt: skip
+        self.dataset.save(path / "preferences.npz")
+        if self.agent is not None:
+            self.agent.save(str(path / "policy.zip"))
+            if self.off_policy:
+                save_replay_buffer(self.agent.replay_buffer, path / "replay_buffer.npz")
+        s = self.state
+        state = {
+            "iteration": s.iteration, "env_steps": s.env_steps, "queries_asked": s.queries_asked,
+            "started": s.started, "wall_s": s.wall_s, "history": s.history,
+            "rng": self.rng.bit_generator.state, "config_hash": self.config_hash,
+            "labels_since_train": self._labels_since_train,
+            "normalizer": None if self.reward is None else self.reward.normalizer.state_dict(),
+            "agent_num_timesteps": None if self.agent is None else int(self.agent.num_timesteps),
+        }  # fmt: skip
+        self.ckpt.commit(path, state)
+        return path
+
+    def load_checkpoint(self, agent_loader: Any = None) -> bool:
+        """Restore the latest checkpoint of ``run_dir`` (returns False when there is none).
+
+        ``agent_loader(path) -> agent`` rebuilds the SB3 agent from ``policy.zip`` on the
+        same env stack. Labels saved after the checkpoint (``RUN/preferences.npz``) are kept.
+        """
+        assert self.ckpt is not None and self.run_dir is not None
+        path = self.ckpt.latest()
+        if path is None:
+            return False
+        state = self.ckpt.read_state(path)
+        if self.config_hash and state.get("config_hash") not in ("", self.config_hash):
+            raise ValueError(f"{path}: this checkpoint was written by a run with a different config")
+        try:
+            net = load_reward_net(path / "reward.safetensors")
+        except (FileNotFoundError, ValueError) as e:
+            raise ValueError(f"corrupt checkpoint {path}: {e}") from e
+        self.net.load_state_dict(net.state_dict())
+        blob = load_torch_state(path / "trainer.pt")
+        self.trainer.load_state_dict(blob["trainer"])
+        torch.set_rng_state(blob["torch_rng"])
+        prefs = self.run_dir / "preferences.npz"
+        self.dataset = PreferenceDataset.load(prefs if prefs.exists() else path / "preferences.npz")
+        self.dataset.max_size = self.config.comparison_queue_size
+        s = self.state
+        s.iteration, s.env_steps, s.started = int(state["iteration"]), int(state["env_steps"]), bool(state["started"])
+        s.wall_s, s.history = float(state["wall_s"]), list(state["history"])
+        s.queries_asked = int(state["queries_asked"])
+        labels_state = self.ckpt.read_labels_state()
+        if labels_state is not None:
+            s.queries_asked = max(s.queries_asked, int(labels_state["queries_asked"]))
+        self.rng.bit_generator.state = state["rng"]
+        n_ckpt = len(PreferenceDataset.load(path / "preferences.npz"))
+        self._labels_since_train = int(state.get("labels_since_train", 0)) + max(0, len(self.dataset) - n_ckpt)
+        if self.agent is not None:
+            if agent_loader is None:
+                raise ValueError("resuming an agent run needs an agent_loader")
+            self.agent = agent_loader(path / "policy.zip")
+            if self.off_policy:
+                load_replay_buffer(self.agent.replay_buffer, path / "replay_buffer.npz")
+            if self.reward is not None and state.get("normalizer"):
+                self.reward.normalizer.load_state_dict(state["normalizer"])
+        return True
+
+
+def _take(obs: Any, rows: np.ndarray) -> Any:
+    return {k: v[rows] for k, v in obs.items()} if isinstance(obs, dict) else obs[rows]
