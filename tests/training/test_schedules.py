@@ -1,0 +1,30 @@
+import numpy as np
+import pytest
+
+from prefrl.training import allocate_queries
+
+
+@pytest.mark.parametrize("schedule", ["constant", "hyperbolic", "inverse_quadratic", lambda t: 1 + t])
+def test_counts_sum_exactly_to_the_total(schedule):
+    for total in (0, 1, 7, 20, 199, 1000):
+        for iters in (1, 3, 10, 57):
+            c = allocate_queries(total, iters, schedule, initial_fraction=0.25)
+            assert c.sum() == total and len(c) == iters + 1 and (c >= 0).all()
+
+
+def test_shapes_of_the_schedules():
+    c = allocate_queries(1000, 10, "constant")
+    assert c[0] == 0 and (c[1:] == 100).all()
+    h = allocate_queries(1000, 10, "hyperbolic")[1:]
+    q = allocate_queries(1000, 10, "inverse_quadratic")[1:]
+    assert (np.diff(h) <= 0).all() and (np.diff(q) <= 0).all() and q[0] > h[0]
+    assert allocate_queries(100, 4, "constant", initial_fraction=0.2)[0] == 20
+
+
+def test_bad_schedules_raise():
+    with pytest.raises(ValueError, match="unknown query schedule"):
+        allocate_queries(10, 2, "cosine")
+    with pytest.raises(ValueError, match="non-negative"):
+        allocate_queries(10, 2, lambda t: -1.0)
+    with pytest.raises(ValueError, match="initial_fraction"):
+        allocate_queries(10, 2, initial_fraction=2.0)
