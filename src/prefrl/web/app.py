@@ -1,0 +1,217 @@
+"""The labelling web app: a thin HTTP layer (FastAPI) over the query store.
+
+JSON API (every route needs a signed-in labeller: ``Authorization: Bearer <token>``,
+or the cookie set by ``POST /api/session``):
+
+- ``GET /api/queries/next`` → ``{"query_id", "instruction", "left", "right", "labelled", "queue"}``:
+  the next query for this labeller with its two clip URLs (``query_id`` null when none waits).
+  The query is leased to this labeller for a short while so others get different ones.
+- ``POST /api/labels`` with ``{"query_id": int, "answer": "left"|"right"|"equal"|"incomparable"|"skip",
+  "response_ms": int (optional)}`` → 201 ``{"label_id", "labelled", "queue"}``; the label is
+  committed before the answer is sent. 404 unknown query, 409 already answered by you,
+  410 query expired, 422 malformed body, 413 body over the size limit.
+- ``GET /api/me``, ``GET /api/status`` (counts and the latest episode video URL).
+- ``POST /api/session`` ``{"token"}`` sets an HttpOnly cookie for the page; ``DELETE`` clears it.
+- ``GET /clips/<name>.webm``: a clip or episode video (signed-in labellers only).
+- Admins: ``GET /api/admin/stats``, ``GET /api/admin/export?format=csv|json``.
+
+Pages: ``/`` (labelling) and ``/admin``.
+"""
+
+
+import json
+import re
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, HTTPException, Request, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from prefrl.storage.stats import export_csv, label_rows, label_stats
+from prefrl.storage.store import AlreadyLabelled, QueryClosed, QueryStore, UnknownQuery, User
+from prefrl.web.pages import ADMIN_HTML, LABEL_HTML
+
+COOKIE = "prefrl_token"
+CLIP_NAME = re.compile(r"^[0-9a-f]{32}\.webm$")
+MAX_TOKEN = 256
+
+
+class LabelIn(BaseModel):
+    """Body of ``POST /api/labels``."""
+
+    model_config = ConfigDict(extra="forbid")
+    query_id: int = Field(ge=1, le=2**62)
+    answer: Literal["left", "right", "equal", "incomparable", "skip"]
+    response_ms: int | None = Field(default=None, ge=0, le=7 * 24 * 3600 * 1000)
+
+
+class SessionIn(BaseModel):
+    """Body of ``POST /api/session``."""
+
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(min_length=1, max_length=MAX_TOKEN)
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for bodies over ``max_bytes`` (by Content-Length or as they stream)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for k, v in scope["headers"]:
+            if k == b"content-length" and (not v.isdigit() or int(v) > self.max_bytes):
+                await _too_large(send, self.max_bytes)
+                return
+        seen = 0
+
+        async def limited() -> Any:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return msg
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await _too_large(send, self.max_bytes)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    body = json.dumps({"detail": f"request body over {limit} bytes"}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(
+    store: QueryStore, run: str | None = None, max_body: int = 16_384, lease_s: float = 30.0
+) -> FastAPI:
+    """The labelling app over ``store``; ``run`` limits it to one run's queries (default: all)."""
+    app = FastAPI(
+        title="prefrl labelling", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json"
+    )
+    run_id = store.ensure_run(run) if run is not None else None
+
+    def current_user(request: Request) -> User:
+        token = None
+        auth = request.headers.get("authorization")
+        if auth:
+            scheme, _, cred = auth.partition(" ")
+            if scheme.lower() != "bearer" or not cred.strip():
+                raise HTTPException(
+                    401, "use 'Authorization: Bearer <token>'", {"WWW-Authenticate": "Bearer"}
+                )
+            token = cred.strip()
+        else:
+            token = request.cookies.get(COOKIE)
+        if not token:
+            raise HTTPException(401, "sign in first: no token given", {"WWW-Authenticate": "Bearer"})
+        user = store.user_for_token(token) if len(token) <= MAX_TOKEN else None
+        if user is None:
+            raise HTTPException(401, "unknown or expired token", {"WWW-Authenticate": "Bearer"})
+        return user
+
+    def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
+        if not user.is_admin:
+            raise HTTPException(403, f"labeller {user.name!r} is not an admin")
+        return user
+
+    Signed = Annotated[User, Depends(current_user)]
+    Admin = Annotated[User, Depends(admin_user)]
+
+    def counts(user: User) -> dict[str, int]:
+        return {"labelled": store.labelled_count(user.id), "queue": store.queue_length(user.id, run_id)}
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def label_page() -> str:
+        return LABEL_HTML
+
+    @app.get("/admin", response_class=HTMLResponse, include_in_schema=False)
+    def admin_page() -> str:
+        return ADMIN_HTML
+
+    @app.post("/api/session")
+    def sign_in(body: SessionIn, response: Response) -> dict[str, Any]:
+        """Check a token and set the page's cookie."""
+        user = store.user_for_token(body.token)
+        if user is None:
+            raise HTTPException(401, "unknown or expired token")
+        response.set_cookie(COOKIE, body.token, httponly=True, samesite="strict", max_age=30 * 24 * 3600)
+        return {"name": user.name, "is_admin": user.is_admin}
+
+    @app.delete("/api/session")
+    def sign_out(response: Response) -> dict[str, bool]:
+        response.delete_cookie(COOKIE)
+        return {"signed_out": True}
+
+    @app.get("/api/me")
+    def me(user: Signed) -> dict[str, Any]:
+        return {"name": user.name, "is_admin": user.is_admin, **counts(user)}
+
+    @app.get("/api/status")
+    def status(user: Signed) -> dict[str, Any]:
+        ep = store.latest_episode(run_id)
+        return {**counts(user), "episode": None if ep is None else f"/clips/{ep}"}
+
+    @app.get("/api/queries/next")
+    def next_query(user: Signed) -> dict[str, Any]:
+        """The next query for this labeller, with its two clip URLs."""
+        q = store.next_query(user.id, run_id, lease_s=lease_s)
+        if q is None:
+            return {"query_id": None, **counts(user)}
+        return {
+            "query_id": q["query_id"], "instruction": q["instruction"],
+            "left": f"/clips/{q['left_video']}", "right": f"/clips/{q['right_video']}", **counts(user),
+        }  # fmt: skip
+
+    @app.post("/api/labels", status_code=201)
+    def post_label(body: LabelIn, user: Signed) -> dict[str, Any]:
+        """Record this labeller's answer to a query (never overwrites an earlier one)."""
+        try:
+            label_id = store.add_label(body.query_id, user.id, body.answer, body.response_ms)
+        except UnknownQuery as e:
+            raise HTTPException(404, str(e)) from e
+        except AlreadyLabelled as e:
+            raise HTTPException(409, str(e)) from e
+        except QueryClosed as e:
+            raise HTTPException(410, str(e)) from e
+        return {"label_id": label_id, "query_id": body.query_id, **counts(user)}
+
+    @app.get("/clips/{name}", include_in_schema=False)
+    def clip(name: str, user: Signed) -> FileResponse:
+        path = store.clip_path(name) if CLIP_NAME.match(name) else None
+        if path is None:
+            raise HTTPException(404, "no such clip")
+        return FileResponse(path, media_type="video/webm", headers={"Cache-Control": "private, max-age=3600"})
+
+    @app.get("/api/admin/stats")
+    def stats(user: Admin) -> dict[str, Any]:
+        """Labels per labeller, agreement on doubly-labelled queries, labels per hour."""
+        return label_stats(store)
+
+    @app.get("/api/admin/export")
+    def export(user: Admin, format: Literal["csv", "json"] = "json") -> Response:
+        """Every label with its query's clip provenance."""
+        rows = label_rows(store, run)
+        if format == "csv":
+            return Response(
+                export_csv(rows), media_type="text/csv",
+                headers={"Content-Disposition": 'attachment; filename="labels.csv"'},
+            )  # fmt: skip
+        return JSONResponse(rows)
+
+    app.add_middleware(BodyLimit, max_bytes=max_body)
+    return app

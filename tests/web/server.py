@@ -1,0 +1,60 @@
+"""Start the real labelling server (``prefrl label``) as a subprocess on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """``prefrl label --store STORE --port PORT`` in a subprocess; ``kill()`` is SIGKILL."""
+
+    def __init__(self, store: Path | str, port: int | None = None, *extra: str) -> None:
+        self.store = str(store)
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.extra = extra
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30.0) -> Server:
+        cmd = [sys.executable, "-m", "prefrl.cli.main", "label", "--store", self.store, "--port", str(self.port)]
+        self.proc = subprocess.Popen([*cmd, *self.extra], stderr=subprocess.PIPE, env=dict(os.environ))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {err}")
+            try:
+                if httpx.get(self.url + "/api/me", timeout=1).status_code == 401:
+                    return self
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise TimeoutError(f"server on {self.url} did not start in {timeout}s")
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, as in a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
