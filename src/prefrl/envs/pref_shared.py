@@ -118,7 +118,11 @@ class SharedBoard:
         if v % 2:
             return None
         state = {k: torch.from_numpy(a.copy()) for k, a in self._views.items()}
-        mean, std, steps = float(self.floats[REW_MEAN]), float(self.floats[REW_STD]), int(self.ints[TRAIN_STEPS])
+        mean, std, steps = (
+            float(self.floats[REW_MEAN]),
+            float(self.floats[REW_STD]),
+            int(self.ints[TRAIN_STEPS]),
+        )
         if int(self.ints[VERSION]) != v:
             return None
         return v, state, mean, std, steps

@@ -172,10 +172,9 @@ def fragments_to_message(f: Fragments) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------- labeller
-def labeller(
-    board: SharedBoard, guard: Guard, settings: LabellerSettings, segments: Any, prefs: Any
-) -> None:
+def labeller(board: SharedBoard, guard: Guard, settings: LabellerSettings, segments: Any, prefs: Any) -> None:
     """Pair incoming segments and label them; forward ``(fragments, pairs, labels)`` to the trainer."""
+    prefs.cancel_join_thread()  # never block exit on a trainer that stopped reading
     teacher = make_teacher(settings.teacher, settings.run, settings.seed)
     asynchronous = is_async(teacher)
     rng = np.random.default_rng(settings.seed)
@@ -248,7 +247,9 @@ def save_preferences(ds: PreferenceDataset, path: str, val_fraction: float | Non
 
 
 @torch.no_grad()
-def reward_stats(net: Any, ds: PreferenceDataset, rng: np.random.Generator, n: int = 256) -> tuple[float, float]:
+def reward_stats(
+    net: Any, ds: PreferenceDataset, rng: np.random.Generator, n: int = 256
+) -> tuple[float, float]:
     """Mean and std of the ensemble-mean reward over (a sample of) the dataset's fragments."""
     assert ds.fragments is not None
     f = ds.fragments
@@ -262,6 +263,7 @@ def trainer(
     board: SharedBoard, guard: Guard, s: TrainerSettings, prefs: Any, commands: Any, replies: Any
 ) -> None:
     """Grow the preference set, train on it, publish weights, write checkpoints, answer commands."""
+    replies.cancel_join_thread()
     net = build_reward_net(s.net_config)
     got = board.read()
     while got is None:

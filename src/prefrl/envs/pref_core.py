@@ -1,0 +1,286 @@
+"""The environment-process side of the preference wrapper, for ``n`` parallel envs.
+
+:class:`PreferenceCore` records transitions of ``n`` environments into segment buffers
+``[n, L+1, ...]`` (one NumPy assignment per array per step for all envs), ships finished
+segments to the labeller, picks up published reward weights (one integer read per step)
+and predicts the learned reward with one batched forward pass per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from prefrl.envs import pref_shared as sh
+from prefrl.envs.pref_config import PreferenceEnvConfig
+from prefrl.envs.pref_runtime import Runtime
+from prefrl.rewards.io import load_reward_net
+from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
+from prefrl.rewards.spaces import is_image_space
+
+ObsTransform = Callable[[np.ndarray], np.ndarray]
+"""Maps a batch of observations or frames ``[n, ...]`` to what the reward model sees ``[n, ...]``."""
+
+
+def space_of(x: np.ndarray) -> spaces.Box:
+    """A Box for one reward input ``x`` (uint8 images stay uint8)."""
+    if x.dtype == np.uint8:
+        return spaces.Box(0, 255, x.shape, np.uint8)
+    if not np.issubdtype(x.dtype, np.number):
+        raise TypeError(f"reward inputs must be numeric arrays, got dtype {x.dtype}; use obs_transform")
+    return spaces.Box(-np.inf, np.inf, x.shape, np.float32)
+
+
+def default_net(obs_space: spaces.Box, act_space: spaces.Space) -> RewardNet:
+    """``CNNReward`` for uint8 images, ``MLPReward`` otherwise."""
+    if is_image_space(obs_space):
+        return CNNReward(obs_space, act_space)
+    return MLPReward(obs_space, act_space)
+
+
+class PreferenceCore:
+    """Recording, labelling hand-off and reward prediction for ``n`` environments."""
+
+    def __init__(
+        self,
+        n: int,
+        act_space: spaces.Space,
+        config: PreferenceEnvConfig,
+        reward_net: RewardNet | None,
+        obs_transform: ObsTransform | None,
+    ) -> None:
+        self.n, self.act_space, self.config = n, act_space, config
+        self.transform = obs_transform
+        self.net = reward_net
+        if config.reward_path is not None:
+            if reward_net is not None:
+                raise ValueError("give either reward_net or config.reward_path, not both")
+            self.net = load_reward_net(config.reward_path)
+        self.runtime: Runtime | None = None
+        self.forced: str | None = None  # "true" / "learned" set by the user
+        self.version = 0
+        self.published_steps = 0
+        self.mean, self.std = 0.0, 1.0
+        self.run_stats = np.zeros(3)  # count, mean, M2 of raw predictions (until the trainer publishes)
+        self.stats = {"segments_recorded": 0, "segments_sent": 0, "segments_dropped": 0, "weight_updates": 0}
+        self.steps = 0
+        self.episode_counter = 0
+
+    # ------------------------------------------------------------ set-up
+    def inputs(self, obs: np.ndarray) -> np.ndarray:
+        """Reward inputs ``[n, ...]`` from raw observations or frames ``[n, ...]``."""
+        x = self.transform(obs) if self.transform is not None else obs
+        x = np.asarray(x)
+        if x.dtype == np.float64:
+            x = x.astype(np.float32)
+        return x
+
+    def start(self, x: np.ndarray, frames: np.ndarray | None) -> None:
+        """Allocate buffers and start the background processes, given first inputs ``[n, ...]``."""
+        if x.shape[0] != self.n:
+            raise ValueError(f"obs_transform must keep the batch dimension {self.n}, got shape {x.shape}")
+        c, L, n = self.config, self.config.segment_length, self.n
+        obs_space = space_of(x[0])
+        if self.net is None:
+            self.net = default_net(obs_space, self.act_space)
+        else:
+            want = self.net.observation_space.shape
+            if tuple(want) != x.shape[1:]:
+                raise ValueError(
+                    f"the reward model expects inputs of shape {want}, but the wrapper records {x.shape[1:]}"
+                    " (check obs_transform / record)"
+                )
+        self.net.eval()
+        state = self.net.state_dict()
+        self.runtime = Runtime(c, state, self.net.config)
+        self.version = self.runtime.board.version()
+        self.cur = x.copy()
+        if not c.labels:
+            return
+        act = np.asarray(self.act_space.sample())
+        self.seg_obs = np.zeros((n, L + 1, *x.shape[1:]), x.dtype)
+        self.seg_acts = np.zeros((n, L, *act.shape), act.dtype)
+        self.seg_rews = np.zeros((n, L), np.float32)
+        self.seg_dones = np.zeros((n, L), bool)
+        self.seg_frames = None
+        if c.wants_frames:
+            if frames is None:
+                raise ValueError("record_frames needs render_mode='rgb_array' on the wrapped environment")
+            self.seg_frames = np.zeros((n, L + 1, *frames.shape[1:]), np.uint8)
+        self.pos = np.zeros(n, np.int64)
+        self.active = np.zeros(n, bool)
+        self.episode = np.zeros(n, np.int64)
+        self.t = np.zeros(n, np.int64)
+
+    # ------------------------------------------------------------ recording
+    def on_reset(self, x: np.ndarray, frames: np.ndarray | None, idx: np.ndarray) -> None:
+        """Envs ``idx`` started new episodes with reward inputs ``x [n, ...]``."""
+        if self.runtime is None:
+            self.start(x, frames)
+        self.runtime.check()  # type: ignore[union-attr]
+        self.cur[idx] = x[idx]
+        if not self.config.labels or len(idx) == 0:
+            return
+        self.pos[idx] = 0
+        self.active[idx] = True
+        self.t[idx] = 0
+        self.episode[idx] = self.episode_counter + np.arange(len(idx))
+        self.episode_counter += len(idx)
+        self.seg_obs[idx, 0] = x[idx]
+        if self.seg_frames is not None and frames is not None:
+            self.seg_frames[idx, 0] = frames[idx]
+
+    def record(
+        self,
+        acts: np.ndarray,
+        x: np.ndarray,
+        rews: np.ndarray,
+        terminated: np.ndarray,
+        ended: np.ndarray,
+        frames: np.ndarray | None,
+        idx: np.ndarray,
+    ) -> None:
+        """Record transitions of envs ``idx`` into their segments; ship full ones."""
+        i = idx[self.active[idx]]
+        p = self.pos[i]
+        self.seg_acts[i, p] = acts[i]
+        self.seg_rews[i, p] = rews[i]
+        self.seg_dones[i, p] = terminated[i]
+        self.seg_obs[i, p + 1] = x[i]
+        if self.seg_frames is not None and frames is not None:
+            self.seg_frames[i, p + 1] = frames[i]
+        self.pos[i] += 1
+        self.t[i] += 1
+        L = self.config.segment_length
+        for k in i[self.pos[i] == L]:
+            self._ship(int(k))
+            self.pos[k] = 0
+            self.seg_obs[k, 0] = x[k]
+            if self.seg_frames is not None and frames is not None:
+                self.seg_frames[k, 0] = frames[k]
+        self.active[idx[ended[idx]]] = False  # a partial segment at an episode's end is dropped
+
+    def _ship(self, k: int) -> None:
+        L = self.config.segment_length
+        seg = {
+            "obs": self.seg_obs[k].copy(),
+            "acts": self.seg_acts[k].copy(),
+            "rews": self.seg_rews[k].copy(),
+            "dones": self.seg_dones[k].copy(),
+            "episode": int(self.episode[k]),
+            "start": int(self.t[k] - L),
+        }
+        if self.seg_frames is not None:
+            seg["frames"] = self.seg_frames[k].copy()
+        self.stats["segments_recorded"] += 1
+        if self.runtime.send_segment(seg):  # type: ignore[union-attr]
+            self.stats["segments_sent"] += 1
+        else:
+            self.stats["segments_dropped"] += 1
+
+    # ------------------------------------------------------------ reward
+    def poll(self) -> None:
+        """Pick up newly published weights; raise background errors (cheap: two int reads)."""
+        rt = self.runtime
+        if rt is None:
+            return
+        board = rt.board
+        if board.ints[sh.ERROR]:
+            rt.check()
+        self.steps += 1
+        if self.steps % 512 == 0:
+            rt.check()
+        v = int(board.ints[sh.VERSION])
+        if v != self.version and v % 2 == 0:
+            got = board.read()
+            if got is not None:
+                self.version, state, mean, std, steps = got
+                self.net.load_state_dict(state)  # type: ignore[union-attr]
+                if steps > 0:
+                    self.mean, self.std, self.published_steps = mean, std, steps
+                self.stats["weight_updates"] += 1
+
+    @property
+    def learned_active(self) -> bool:
+        if self.forced is not None:
+            return self.forced == "learned"
+        if self.config.mode == "pretrained":
+            return True
+        return self.runtime is not None and self.published_steps >= self.config.learned_after
+
+    @torch.inference_mode()
+    def predict(
+        self, prev: np.ndarray, acts: np.ndarray, x: np.ndarray, terminated: np.ndarray
+    ) -> np.ndarray:
+        """Learned reward ``[n]`` (float64, normalised if configured) for one step of all envs."""
+        net = self.net
+        assert net is not None
+        a = torch.from_numpy(np.ascontiguousarray(acts))
+        feats = net.encode(torch.from_numpy(prev), a, torch.from_numpy(x), torch.from_numpy(terminated))
+        r = net.score(feats).mean(0).numpy().astype(np.float64)  # [n]
+        if not self.config.normalize:
+            return r
+        if self.published_steps == 0:  # no statistics from the trainer yet: running ones
+            cnt, mu, m2 = self.run_stats
+            k, b_mu = len(r), float(r.mean())
+            tot = cnt + k
+            d = b_mu - mu
+            mu, m2 = mu + d * k / tot, m2 + float(((r - b_mu) ** 2).sum()) + d * d * cnt * k / tot
+            self.run_stats[:] = (tot, mu, m2)
+            return (r - mu) / max(np.sqrt(m2 / tot), 1e-6) if tot > 1 else r - mu
+        return (r - self.mean) / self.std
+
+    def step(
+        self,
+        acts: np.ndarray,
+        x: np.ndarray,
+        rews: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        frames: np.ndarray | None,
+        reset_step: np.ndarray | None,
+    ) -> tuple[np.ndarray, bool]:
+        """One step of all envs; returns the rewards ``[n]`` to give and whether they are learned.
+
+        Args:
+            acts: ``[n, ...]`` actions taken.
+            x: ``[n, ...]`` reward inputs after the step.
+            rews, terminated, truncated: ``[n]`` from the wrapped env.
+            frames: ``[n, H, W, 3]`` rendered frames (when recorded) or ``None``.
+            reset_step: ``[n]`` bool, envs whose step was an autoreset (no transition), or ``None``.
+        """
+        self.poll()
+        learned = self.learned_active
+        out = rews.astype(np.float64)
+        if learned:
+            out = self.predict(self.cur, acts, x, terminated)
+            if reset_step is not None:
+                out[reset_step] = 0.0
+        if self.config.labels:
+            idx = np.arange(self.n) if reset_step is None else np.flatnonzero(~reset_step)
+            self.record(acts, x, rews, terminated, terminated | truncated, frames, idx)
+            if reset_step is not None and reset_step.any():
+                self.on_reset(x, frames, np.flatnonzero(reset_step))
+        self.cur[...] = x
+        return out, learned
+
+    # ------------------------------------------------------------ misc
+    def metrics(self) -> dict[str, Any]:
+        m: dict[str, Any] = dict(self.stats)
+        if self.runtime is not None and not self.runtime.closed:
+            m.update(self.runtime.board.counters())
+        m["reward_source"] = "learned" if self.learned_active else "true"
+        return m
+
+    def save_preferences(self, path: str, val_fraction: float | None) -> list[str]:
+        if self.runtime is None:
+            raise RuntimeError("the environment has not been reset yet: nothing was recorded")
+        return self.runtime.request(("save", str(path), val_fraction))
+
+    def close(self) -> None:
+        if self.runtime is not None:
+            self.runtime.shutdown()

@@ -1,0 +1,158 @@
+"""The background processes of a preference wrapper: start, watch, talk to, stop.
+
+:class:`Runtime` holds no reference to the wrapper, so ``weakref.finalize`` can stop the
+processes when the wrapper is garbage collected. Workers also exit by themselves when
+the environment process dies (see :mod:`prefrl.envs.pref_workers`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from prefrl.envs import pref_shared as sh
+from prefrl.envs import pref_workers as pw
+from prefrl.envs.pref_config import PreferenceEnvConfig
+from prefrl.envs.pref_shared import SharedBoard
+
+
+class BackgroundProcessError(RuntimeError):
+    """A background process of the preference wrapper failed; the message has its traceback."""
+
+
+class Runtime:
+    """Shared board, queues and the labeller / trainer processes (as the mode needs)."""
+
+    def __init__(self, config: PreferenceEnvConfig, state: dict[str, torch.Tensor], net_config: dict) -> None:
+        self.config = config
+        self.board = SharedBoard.create(state)
+        self.procs: dict[str, Any] = {}
+        self.closed = False
+        self.failure: str | None = None
+        self.segments: Any = None
+        if not (config.labels or config.trains):
+            return
+        ctx = mp.get_context(config.context_method())
+        if config.context_method() == "forkserver":
+            ctx.set_forkserver_preload(["prefrl.envs.pref_workers", "torch._dynamo"])  # optimisers import it
+        alive_r, self._alive_w = ctx.Pipe(duplex=False)
+        self._stop = ctx.Event()
+        self.errors = ctx.Queue()
+        links = pw.WorkerLinks(
+            self.board.name, self.board.layout, alive_r, self._stop, self.errors, config.niceness
+        )
+        prefs = ctx.Queue()  # unbounded: preferences are never dropped
+        self.commands, self.replies = ctx.Queue(), ctx.Queue()
+        self._queues = [self.errors, prefs, self.commands, self.replies]
+        tc = config.trainer
+        settings = pw.TrainerSettings(
+            net_config=net_config,
+            train=config.trains,
+            trainer_config=replace(tc),
+            preferences_path=config.preferences_path,
+            max_preferences_kept=config.max_preferences_kept,
+            min_preferences=config.min_preferences,
+            checkpoint_dir=config.checkpoint_dir,
+            checkpoint_every=config.checkpoint_every,
+            train_pause_s=config.train_pause_s,
+            max_train_steps=config.max_train_steps,
+        )
+        args = ("trainer", links, pw.trainer, settings, prefs, self.commands, self.replies)
+        self.procs["trainer"] = ctx.Process(
+            target=pw.run_worker, args=args, daemon=True, name="prefrl-trainer"
+        )
+        if config.labels:
+            self.segments = ctx.Queue(maxsize=config.queue_size)
+            self._queues.append(self.segments)
+            lab = pw.LabellerSettings(
+                teacher=config.teacher,
+                run=config.run,
+                seed=config.seed,
+                pool_size=config.pool_size,
+                pairs_per_segment=config.pairs_per_segment,
+                max_preferences=config.max_preferences,
+            )
+            args = ("labeller", links, pw.labeller, lab, self.segments, prefs)
+            self.procs["labeller"] = ctx.Process(
+                target=pw.run_worker, args=args, daemon=True, name="prefrl-labeller"
+            )
+        for p in self.procs.values():
+            p.start()
+        alive_r.close()
+
+    # ------------------------------------------------------------ health
+    def check(self) -> None:
+        """Raise :class:`BackgroundProcessError` if a worker reported an error or died."""
+        if self.failure is not None:
+            raise BackgroundProcessError(self.failure)
+        if self.closed or not self.procs:
+            return
+        if self.board.ints[sh.ERROR]:
+            try:
+                name, tb = self.errors.get(timeout=10.0)
+                self.failure = f"the preference wrapper's {name} process failed:\n{tb}"
+            except queue.Empty:
+                self.failure = "a background process of the preference wrapper failed (no traceback arrived)"
+        else:
+            for name, p in self.procs.items():
+                if not p.is_alive():
+                    self.failure = f"the preference wrapper's {name} process died (exit code {p.exitcode})"
+                    break
+        if self.failure is not None:
+            self.shutdown()
+            raise BackgroundProcessError(self.failure)
+
+    def send_segment(self, seg: dict[str, Any]) -> bool:
+        """Offer a segment to the labeller; ``False`` if its queue is full (the segment is dropped)."""
+        try:
+            self.segments.put_nowait(seg)
+            return True
+        except queue.Full:
+            return False
+
+    def request(self, cmd: tuple, timeout: float = 120.0) -> Any:
+        """Send a command to the trainer and wait for its reply (raising worker errors)."""
+        if "trainer" not in self.procs:
+            raise RuntimeError(f"mode {self.config.mode!r} runs no trainer process to ask")
+        self.check()
+        self.commands.put(cmd)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                status, value = self.replies.get(timeout=0.2)
+            except queue.Empty:
+                self.check()
+                continue
+            if status != "ok":
+                raise RuntimeError(f"the trainer process could not do {cmd[0]!r}: {value}")
+            return value
+        raise TimeoutError(f"the trainer process did not answer {cmd[0]!r} within {timeout} s")
+
+    # ------------------------------------------------------------ stop
+    def shutdown(self) -> None:
+        """Stop the workers (politely, then by force) and free shared memory. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.procs:
+            self._stop.set()
+            self._alive_w.close()
+            end = time.monotonic() + 5.0
+            for p in self.procs.values():
+                p.join(timeout=max(0.0, end - time.monotonic()))
+            for p in self.procs.values():
+                if p.is_alive():
+                    p.terminate()
+                    p.join(timeout=2.0)
+                if p.is_alive():
+                    p.kill()
+                    p.join(timeout=2.0)
+            for q in self._queues:
+                q.cancel_join_thread()
+                q.close()
+        self.board.close()
