@@ -10,7 +10,7 @@ import pytest
 
 from prefrl.teachers.human import StoreTeacher
 from tests.storage.helpers import make_fragments
-from tests.web.server import Server
+from tests.web.server import Server, ThreadServer
 
 
 @pytest.fixture
@@ -29,7 +29,16 @@ def tokens(teacher: StoreTeacher) -> dict[str, str]:
 
 
 @pytest.fixture
-def server(teacher: StoreTeacher, tokens: dict[str, str]) -> Iterator[Server]:
+def server(teacher: StoreTeacher, tokens: dict[str, str]) -> Iterator[ThreadServer]:
+    """A real uvicorn server in a thread (see ``process_server`` for one that can be killed)."""
+    srv = ThreadServer(teacher.store.url.removeprefix("sqlite:///")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def process_server(teacher: StoreTeacher, tokens: dict[str, str]) -> Iterator[Server]:
+    """``prefrl label`` in a subprocess, so that tests can SIGKILL it."""
     srv = Server(teacher.store.url.removeprefix("sqlite:///")).start()
     yield srv
     srv.stop()

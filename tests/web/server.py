@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -31,7 +32,16 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> Server:
-        cmd = [sys.executable, "-m", "prefrl.cli.main", "label", "--store", self.store, "--port", str(self.port)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "prefrl.cli.main",
+            "label",
+            "--store",
+            self.store,
+            "--port",
+            str(self.port),
+        ]
         self.proc = subprocess.Popen([*cmd, *self.extra], stderr=subprocess.PIPE, env=dict(os.environ))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -58,3 +68,33 @@ class Server:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+class ThreadServer:
+    """The same app under a real uvicorn server on loopback, in a thread of this process (fast to start)."""
+
+    def __init__(self, store: Path | str, **app_kwargs: object) -> None:
+        import uvicorn
+
+        from prefrl.storage.store import QueryStore
+        from prefrl.web.app import create_app
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        app = create_app(QueryStore(store), **app_kwargs)  # type: ignore[arg-type]
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self, timeout: float = 30.0) -> ThreadServer:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise TimeoutError(f"server on {self.url} did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)

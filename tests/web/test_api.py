@@ -8,21 +8,25 @@ import httpx
 import numpy as np
 
 from prefrl.teachers.human import StoreTeacher
-from tests.web.server import Server
+from tests.web.server import Server, ThreadServer
 
 
 def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def test_label_flow_records_label_and_trainer_sees_it(server: Server, tokens, teacher: StoreTeacher) -> None:
+def test_label_flow_records_label_and_trainer_sees_it(
+    server: ThreadServer, tokens, teacher: StoreTeacher
+) -> None:
     h = auth(tokens["ann"])
     q = httpx.get(server.url + "/api/queries/next", headers=h).json()
     assert q["query_id"] == 1 and q["queue"] == 3 and q["instruction"] == "Which clip is redder?"
     clip = httpx.get(server.url + q["left"], headers=h)
     assert clip.status_code == 200 and clip.headers["content-type"] == "video/webm"
     assert clip.content[:4] == b"\x1a\x45\xdf\xa3"  # EBML (WebM) magic
-    r = httpx.post(server.url + "/api/labels", headers=h, json={"query_id": 1, "answer": "left", "response_ms": 900})
+    r = httpx.post(
+        server.url + "/api/labels", headers=h, json={"query_id": 1, "answer": "left", "response_ms": 900}
+    )
     assert r.status_code == 201 and r.json()["labelled"] == 1 and r.json()["queue"] == 2
     # the trainer process (here: this one) picks it up through the store
     [(frags, pairs, labels)] = teacher.poll()
@@ -32,33 +36,39 @@ def test_label_flow_records_label_and_trainer_sees_it(server: Server, tokens, te
     assert again.status_code == 409
 
 
-def test_labellers_are_shown_different_queries(server: Server, tokens) -> None:
+def test_labellers_are_shown_different_queries(server: ThreadServer, tokens) -> None:
     a = httpx.get(server.url + "/api/queries/next", headers=auth(tokens["ann"])).json()
     b = httpx.get(server.url + "/api/queries/next", headers=auth(tokens["bob"])).json()
     assert a["query_id"] != b["query_id"]
     # asking again keeps one's own lease
-    assert httpx.get(server.url + "/api/queries/next", headers=auth(tokens["ann"])).json()["query_id"] == a["query_id"]
+    assert (
+        httpx.get(server.url + "/api/queries/next", headers=auth(tokens["ann"])).json()["query_id"]
+        == a["query_id"]
+    )
 
 
-def test_unauthorised_requests_are_refused(server: Server, tokens) -> None:
+def test_unauthorised_requests_are_refused(server: ThreadServer, tokens) -> None:
     u = server.url
     name = httpx.get(u + "/api/queries/next", headers=auth(tokens["ann"])).json()["left"]
     for headers in ({}, auth("not-a-token"), {"Authorization": "Basic YWJjOmRlZg=="}, auth("x" * 5000)):
         assert httpx.get(u + "/api/queries/next", headers=headers).status_code == 401
-        assert httpx.post(u + "/api/labels", headers=headers, json={"query_id": 1, "answer": "left"}).status_code == 401
+        assert (
+            httpx.post(u + "/api/labels", headers=headers, json={"query_id": 1, "answer": "left"}).status_code
+            == 401
+        )
         assert httpx.get(u + name, headers=headers).status_code == 401
     # non-admins cannot read stats or export labels
     assert httpx.get(u + "/api/admin/stats", headers=auth(tokens["ann"])).status_code == 403
     assert httpx.get(u + "/api/admin/export", headers=auth(tokens["ann"])).status_code == 403
 
 
-def test_expired_token_is_refused(server: Server, teacher: StoreTeacher) -> None:
+def test_expired_token_is_refused(server: ThreadServer, teacher: StoreTeacher) -> None:
     token = teacher.store.add_user("old", expires_in_s=-1.0)
     r = httpx.get(server.url + "/api/queries/next", headers=auth(token))
     assert r.status_code == 401 and "expired" in r.json()["detail"]
 
 
-def test_bad_requests_get_clean_4xx(server: Server, tokens) -> None:
+def test_bad_requests_get_clean_4xx(server: ThreadServer, tokens) -> None:
     u, h = server.url, auth(tokens["ann"])
 
     def post(**kw: object) -> httpx.Response:
@@ -90,14 +100,18 @@ def test_two_labellers_answering_at_once_are_both_recorded(tmp_path) -> None:
     t = StoreTeacher(tmp_path / "s.db", labels_per_query=2)
     t.submit(make_fragments(2), np.array([[0, 1]]))
     tok = [t.store.add_user(f"u{i}") for i in range(2)]
-    srv = Server(tmp_path / "s.db").start()
+    srv = ThreadServer(tmp_path / "s.db").start()
     try:
         barrier = threading.Barrier(2)
         codes: list[int] = []
 
         def answer(token: str, a: str) -> None:
             barrier.wait()
-            codes.append(httpx.post(srv.url + "/api/labels", headers=auth(token), json={"query_id": 1, "answer": a}).status_code)
+            codes.append(
+                httpx.post(
+                    srv.url + "/api/labels", headers=auth(token), json={"query_id": 1, "answer": a}
+                ).status_code
+            )
 
         threads = [threading.Thread(target=answer, args=(k, a)) for k, a in zip(tok, ("left", "equal"))]
         for th in threads:
@@ -111,10 +125,17 @@ def test_two_labellers_answering_at_once_are_both_recorded(tmp_path) -> None:
     assert labels.tolist() == [0.75]  # majority tie -> mean of left (1) and equal (0.5)
 
 
-def test_label_survives_server_kill_and_server_resumes(server: Server, tokens, teacher: StoreTeacher) -> None:
-    h = auth(tokens["ann"])
+def test_label_survives_server_kill_and_server_resumes(
+    process_server: Server, tokens, teacher: StoreTeacher
+) -> None:
+    server, h = process_server, auth(tokens["ann"])
     q = httpx.get(server.url + "/api/queries/next", headers=h).json()
-    assert httpx.post(server.url + "/api/labels", headers=h, json={"query_id": q["query_id"], "answer": "right"}).status_code == 201
+    assert (
+        httpx.post(
+            server.url + "/api/labels", headers=h, json={"query_id": q["query_id"], "answer": "right"}
+        ).status_code
+        == 201
+    )
     server.kill()  # SIGKILL right after the answer
     server.start()
     assert httpx.get(server.url + "/api/me", headers=h).json()["labelled"] == 1
@@ -126,10 +147,14 @@ def test_label_survives_server_kill_and_server_resumes(server: Server, tokens, t
     assert labels.tolist() == [0.0] and pairs.shape == (1, 2)
 
 
-def test_admin_sees_stats_and_exports(server: Server, tokens) -> None:
+def test_admin_sees_stats_and_exports(server: ThreadServer, tokens) -> None:
     for name, answer in (("ann", "left"), ("bob", "left")):
         q = httpx.get(server.url + "/api/queries/next", headers=auth(tokens[name])).json()
-        httpx.post(server.url + "/api/labels", headers=auth(tokens[name]), json={"query_id": q["query_id"], "answer": answer})
+        httpx.post(
+            server.url + "/api/labels",
+            headers=auth(tokens[name]),
+            json={"query_id": q["query_id"], "answer": answer},
+        )
     s = httpx.get(server.url + "/api/admin/stats", headers=auth(tokens["root"])).json()
     assert s["labels"] == 2 and {u["labeller"] for u in s["labellers"]} == {"ann", "bob"}
     assert sum(s["labels_per_hour"]) == 2
@@ -139,7 +164,7 @@ def test_admin_sees_stats_and_exports(server: Server, tokens) -> None:
     assert csv.text.splitlines()[0].startswith("label_id,") and len(csv.text.splitlines()) == 3
 
 
-def test_cookie_sign_in_for_the_page(server: Server, tokens) -> None:
+def test_cookie_sign_in_for_the_page(server: ThreadServer, tokens) -> None:
     with httpx.Client(base_url=server.url) as c:
         assert c.post("/api/session", json={"token": "wrong"}).status_code == 401
         assert c.post("/api/session", json={"token": tokens["bob"]}).status_code == 200
