@@ -167,11 +167,12 @@ class TerminalTeacher:
         labels = np.full(len(pairs), np.nan, dtype=np.float32)
         for b, (i, j) in enumerate(pairs):
             frames = clip_frames(fragments, np.array([i, j]))  # [2, L, H, W, 3]
+            self._show(frames, b, len(pairs))
             while True:
-                self._show(frames, b, len(pairs))
                 raw = self.input_fn("Which is better? [L]eft / [R]ight / [E]qual / Enter = can't tell > ")
                 key = raw.strip().lower()[:1]
                 if key == "p":
+                    self._show(frames, b, len(pairs))
                     continue
                 if key in KEYS:
                     labels[b] = ANSWER_VALUE[KEYS[key]]
