@@ -85,6 +85,14 @@ class PreferenceEnvConfig:
             raise ValueError("mode='train' trains on a saved preference set: give preferences_path")
         if self.mode == "pretrained" and self.reward_path is None:
             raise ValueError("mode='pretrained' uses a saved reward model: give reward_path")
+        if isinstance(self.teacher, str) and not self.teacher.startswith("store:"):
+            from prefrl.teachers.synthetic import PRESETS
+
+            if self.teacher not in PRESETS:
+                raise ValueError(
+                    f"unknown teacher {self.teacher!r}: use a preset {list(PRESETS)}, 'store:PATH_OR_URL', "
+                    "or a Teacher / AsyncTeacher object"
+                )
         if self.record not in ("obs", "frames"):
             raise ValueError(f"record must be 'obs' or 'frames', got {self.record!r}")
         if self.queue_size < 1:

@@ -95,7 +95,7 @@ class _Controls:
         self._finalizer()  # type: ignore[attr-defined]
 
 
-class PreferenceEnv(_Controls, gym.Wrapper):
+class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Learn a reward from preferences while any RL code steps this environment.
 
     Args:
@@ -127,7 +127,10 @@ class PreferenceEnv(_Controls, gym.Wrapper):
         obs_transform: ObsTransform | None = None,
         **overrides: Any,
     ) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, config=config, reward_net=reward_net, obs_transform=obs_transform, **overrides
+        )
+        gym.Wrapper.__init__(self, env)
         self.config = make_config(config, overrides)
         c = self.config
         if (c.record == "frames" or c.wants_frames) and env.render_mode != "rgb_array":
@@ -158,7 +161,7 @@ class PreferenceEnv(_Controls, gym.Wrapper):
         obs, rew, terminated, truncated, info = self.env.step(action)
         x, frames = self._inputs(obs)
         out, learned = self._core.step(
-            np.asarray(action)[None], x, np.array([rew], np.float32),
+            np.asarray(action)[None], x, np.array([rew], np.float64),
             np.array([terminated]), np.array([truncated]), frames, None,
         )  # fmt: skip
         info = dict(info)
@@ -232,12 +235,12 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         obs, rews, terminated, truncated, infos = self.env.step(actions)
         x, frames = self._inputs(obs)
         acts = np.asarray(actions)
-        rews32 = np.asarray(rews, np.float32)
+        rews64 = np.asarray(rews, np.float64)
         term, trunc = np.asarray(terminated, bool), np.asarray(truncated, bool)
         if self.autoreset == AutoresetMode.NEXT_STEP:
             reset_step = self._needs_reset.copy()
             self._needs_reset = term | trunc
-            out, learned = self._core.step(acts, x, rews32, term, trunc, frames, reset_step)
+            out, learned = self._core.step(acts, x, rews64, term, trunc, frames, reset_step)
         else:  # SAME_STEP: ended envs already show their reset obs; the final one is in infos
             done = np.flatnonzero(term | trunc)
             x_next = x.copy()
@@ -245,7 +248,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
                 final = infos["final_obs"]
                 if self.config.record == "obs":
                     x_next[done] = self._core.inputs(np.stack([final[i] for i in done]))
-            out, learned = self._core.step(acts, x_next, rews32, term, trunc, frames, None)
+            out, learned = self._core.step(acts, x_next, rews64, term, trunc, frames, None)
             if len(done):
                 self._core.on_reset(x, frames, done)
         infos = dict(infos)

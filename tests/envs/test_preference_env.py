@@ -1,0 +1,275 @@
+"""PreferenceEnv: a Gymnasium wrapper that learns a reward from preferences in the background.
+
+Real environments, real processes. Most tests use the moving dot with state observations
+(a small MLP reward) so that background training is quick.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+
+import prefrl.envs.moving_dot  # noqa: F401  (registers the env)
+from prefrl.data import PreferenceDataset
+from prefrl.envs.preference_env import (
+    BackgroundProcessError,
+    PreferenceEnv,
+    PreferenceEnvConfig,
+    PreferenceVectorEnv,
+)
+from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
+
+ENV = "prefrl/MovingDot-v0"
+FAST = {"segment_length": 5, "min_preferences": 5, "train_pause_s": 0.01}
+
+
+def state_env(**kw: object) -> gym.Env:
+    return gym.make(ENV, obs_type="state", size=20, **kw)
+
+
+def step_until(env: gym.Env, cond: Callable[[], bool], timeout: float = 60.0) -> dict:
+    """Random actions until ``cond()`` holds; returns the last info."""
+    env.reset(seed=0)
+    end = time.monotonic() + timeout
+    info: dict = {}
+    while time.monotonic() < end:
+        for _ in range(50):
+            _, _, term, trunc, info = env.step(env.action_space.sample())
+            if term or trunc:
+                env.reset()
+        if cond():
+            return info
+    raise AssertionError(f"condition not reached within {timeout} s; metrics {env.metrics()}")  # type: ignore[attr-defined]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped) counts as gone
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pids: list[int], timeout: float = 15.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_passes_gymnasium_env_checker() -> None:
+    env = PreferenceEnv(gym.make(ENV), **FAST)
+    try:
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def test_learned_reward_replaces_true_reward_after_threshold_and_weights_update() -> None:
+    env = PreferenceEnv(state_env(), learned_after=3, **FAST)
+    env.reset(seed=0)
+    _, r, *_, info = env.step(1)
+    assert env.reward_source == "true" and not env.learned_reward_active
+    assert r == info["true_reward"] and info["reward_source"] == "true"
+    before = {k: v.clone() for k, v in env.reward_net.state_dict().items()}  # type: ignore[union-attr]
+    step_until(env, lambda: env.learned_reward_active)
+    _, r, *_, info = env.step(1)
+    assert info["reward_source"] == "learned" and r != info["true_reward"]
+    assert env.metrics()["reward_train_steps"] >= 3
+    # reward weights keep changing while we step
+    updates = env.metrics()["weight_updates"]
+    step_until(env, lambda: env.metrics()["weight_updates"] > updates)
+    after = env.reward_net.state_dict()  # type: ignore[union-attr]
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert any(k.startswith("mlp") for k in changed)
+    # the switches
+    env.use_true_reward()
+    _, r, *_, info = env.step(0)
+    assert r == info["true_reward"] and env.reward_source == "true"
+    env.use_learned_reward()
+    assert env.reward_source == "learned"
+    env.close()
+
+
+@pytest.mark.slow
+def test_learned_reward_tracks_true_reward() -> None:
+    """After some training the learned reward ranks moves like the true one does."""
+    env = PreferenceEnv(
+        state_env(), learned_after=150, segment_length=10, min_preferences=20, max_preferences=300
+    )
+    step_until(env, lambda: env.learned_reward_active, timeout=300)
+    true, learned = [], []
+    for _ in range(400):
+        _, r, term, trunc, info = env.step(env.action_space.sample())
+        true.append(info["true_reward"])
+        learned.append(r)
+        if term or trunc:
+            env.reset()
+    env.close()
+    assert np.corrcoef(true, learned)[0, 1] > 0.5
+
+
+def test_collect_only_saves_preferences_that_load_back(tmp_path: Path) -> None:
+    env = PreferenceEnv(state_env(), mode="collect", queue_size=1000, **FAST)
+    step_until(env, lambda: env.metrics()["preferences"] >= 30)
+    m = env.metrics()
+    assert m["reward_train_steps"] == 0 and env.reward_source == "true"
+    paths = env.save_preferences(tmp_path / "prefs.npz", val_fraction=0.2)
+    env.close()
+    assert [p.name for p in paths] == ["prefs.npz", "prefs.train.npz", "prefs.val.npz"]
+    ds, train, val = (PreferenceDataset.load(p) for p in paths)
+    assert len(ds) >= 30 and len(train) + len(val) == len(ds) and len(val) > 0
+    assert ds.fragments is not None and ds.fragments.length == 5
+    assert ds.fragments.table_obs.shape[1:] == (4,)
+    # labels agree with the true returns the teacher saw (oracle)
+    ret = ds.fragments.returns()
+    diff = ret[ds.pairs[:, 0]] - ret[ds.pairs[:, 1]]
+    assert np.all((diff > 0) == (ds.labels == 1.0))
+
+    # ... and train a reward model only from that file
+    ckpt = tmp_path / "ckpt"
+    env = PreferenceEnv(
+        state_env(), mode="train", preferences_path=str(paths[0]), learned_after=5,
+        checkpoint_dir=str(ckpt), checkpoint_every=2, **FAST,
+    )  # fmt: skip
+    step_until(env, lambda: env.learned_reward_active and env.metrics()["reward_checkpoints"] >= 1)
+    assert env.metrics()["segments_recorded"] == 0  # nothing is labelled in train mode
+    env.close()
+    net = load_reward_net(ckpt / "reward_latest.safetensors")
+    assert isinstance(net, MLPReward)
+
+
+def test_pretrained_reward_only(tmp_path: Path) -> None:
+    base = state_env()
+    net = MLPReward(base.observation_space, base.action_space)
+    path = save_reward_net(net, tmp_path / "r.safetensors")
+    env = PreferenceEnv(base, mode="pretrained", reward_path=str(path), normalize=False)
+    obs, _ = env.reset(seed=0)
+    obs2, r, *_, info = env.step(2)
+    expected, _ = net.predict(obs[None], np.array([2]), obs2[None])
+    assert env.reward_source == "learned" and info["reward_source"] == "learned"
+    assert r == pytest.approx(float(expected[0]), abs=1e-5)
+    assert env._core.runtime is not None and not env._core.runtime.procs  # no background processes
+    env.close()
+
+
+def test_segments_dropped_when_labeller_falls_behind_preferences_never() -> None:
+    env = PreferenceEnv(state_env(), mode="collect", segment_length=1, queue_size=2, pool_size=4)
+    env.reset(seed=0)
+    for _ in range(3000):
+        *_, term, trunc, _ = env.step(env.action_space.sample())
+        if term or trunc:
+            env.reset()
+    m = env.metrics()
+    assert m["segments_dropped"] > 0
+    assert m["segments_recorded"] == m["segments_sent"] + m["segments_dropped"]
+    # every answer the teacher gave reaches the preference set
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        m = env.metrics()
+        if m["segments_labelled"] == m["segments_sent"] and m["preferences"] == m["pairs_labelled"]:
+            break
+        time.sleep(0.2)
+    assert m["preferences"] == m["pairs_labelled"] > 0
+    env.close()
+
+
+def test_background_error_surfaces_with_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "not_prefs.npz"
+    bad.write_bytes(b"this is not an npz file")
+    env = PreferenceEnv(state_env(), mode="train", preferences_path=str(bad), **FAST)
+    with pytest.raises(BackgroundProcessError, match="trainer") as err:
+        step_until(env, lambda: False, timeout=60)
+    assert "Traceback" in str(err.value) and "not_prefs.npz" in str(err.value)
+    env.close()
+
+
+def test_config_errors_are_clear() -> None:
+    with pytest.raises(ValueError, match="unknown teacher 'oracel'"):
+        PreferenceEnvConfig(teacher="oracel")
+    with pytest.raises(ValueError, match="preferences_path"):
+        PreferenceEnvConfig(mode="train")
+    with pytest.raises(TypeError, match="segment_lenght"):
+        PreferenceEnv(state_env(), segment_lenght=5)
+    with pytest.raises(ValueError, match="rgb_array"):
+        PreferenceEnv(state_env(), record="frames")
+
+
+def test_close_and_garbage_collection_stop_processes() -> None:
+    env = PreferenceEnv(state_env(), **FAST)
+    env.reset(seed=0)
+    pids = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
+    assert len(pids) == 2 and all(alive(p) for p in pids)
+    env.close()
+    assert wait_gone(pids, 10)
+    env = PreferenceEnv(state_env(), **FAST)
+    env.reset(seed=0)
+    pids = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
+    del env
+    gc.collect()
+    assert wait_gone(pids, 10)
+
+
+def test_killing_the_main_process_leaves_no_orphans(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import sys, time, gymnasium as gym
+        import prefrl.envs.moving_dot
+        from prefrl.envs.preference_env import PreferenceEnv
+        env = PreferenceEnv(gym.make("prefrl/MovingDot-v0", obs_type="state"), segment_length=5)
+        env.reset(seed=0)
+        for _ in range(500):
+            env.step(env.action_space.sample())
+        print(*[p.pid for p in env._core.runtime.procs.values()], flush=True)
+        time.sleep(600)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        pids = [int(x) for x in line.split()]
+        assert len(pids) == 2 and all(alive(p) for p in pids)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert wait_gone(pids, 15), "background processes outlived the killed main process"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_envs(mode: str) -> None:
+    venv = gym.make_vec(ENV, num_envs=3, vectorization_mode=mode, obs_type="state", size=20, max_steps=30)
+    env = PreferenceVectorEnv(venv, learned_after=2, **FAST)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (3, 4)
+    _, r, term, trunc, info = env.step(env.action_space.sample())
+    assert r.shape == (3,) and np.array_equal(r, info["true_reward"]) and info["reward_source"] == "true"
+    end = time.monotonic() + 60
+    while not env.learned_reward_active and time.monotonic() < end:
+        env.step(env.action_space.sample())
+    assert env.learned_reward_active
+    _, r, term, trunc, info = env.step(env.action_space.sample())
+    assert r.shape == (3,) and not np.allclose(r, info["true_reward"])
+    m = env.metrics()
+    assert m["segments_recorded"] >= 10 and m["preferences"] >= 5
+    env.close()
