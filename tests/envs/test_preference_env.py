@@ -268,7 +268,7 @@ def test_vector_envs(mode: str) -> None:
     while not env.learned_reward_active and time.monotonic() < end:
         env.step(env.action_space.sample())
     assert env.learned_reward_active
-    _, r, term, trunc, info = env.step(env.action_space.sample())
+    _, r, *_, info = env.step(env.action_space.sample())
     assert r.shape == (3,) and not np.allclose(r, info["true_reward"])
     m = env.metrics()
     assert m["segments_recorded"] >= 10 and m["preferences"] >= 5
