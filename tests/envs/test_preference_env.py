@@ -262,7 +262,7 @@ def test_vector_envs(mode: str) -> None:
     env = PreferenceVectorEnv(venv, learned_after=2, **FAST)
     obs, _ = env.reset(seed=0)
     assert obs.shape == (3, 4)
-    _, r, term, trunc, info = env.step(env.action_space.sample())
+    _, r, *_, info = env.step(env.action_space.sample())
     assert r.shape == (3,) and np.array_equal(r, info["true_reward"]) and info["reward_source"] == "true"
     end = time.monotonic() + 60
     while not env.learned_reward_active and time.monotonic() < end:
