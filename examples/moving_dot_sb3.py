@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import gymnasium as gym
-import numpy as np
 import tyro
 from stable_baselines3 import PPO
 
