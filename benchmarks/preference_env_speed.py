@@ -1,0 +1,105 @@
+"""Steps per second of the moving dot wrapped in PreferenceEnv vs unwrapped.
+
+The wrapped env returns the learned reward from the first step (``learned_after=0``, the
+costly case: one CNN forward pass per vector step) while the labeller and trainer
+processes work in the background. Random actions, so the figure is the wrapper's own
+overhead; an agent's policy would add the same cost to both sides. Optionally runs the
+hand-written training loop example and reports the true return the agent reaches.
+
+Prints JSON as its last line.
+
+    python benchmarks/preference_env_speed.py --seconds 10 --learn-steps 100000
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+import tyro
+
+import prefrl.envs.moving_dot  # noqa: F401
+from prefrl.envs.preference_env import PreferenceVectorEnv
+
+ENV = "prefrl/MovingDot-v0"
+
+
+@dataclass
+class Args:
+    seconds: float = 10.0
+    """Measurement time per configuration."""
+    warmup_s: float = 15.0
+    """Stepping before measuring the wrapped env, so reward training is under way."""
+    num_envs: tuple[int, ...] = (1, 8)
+    """Vector sizes to measure (sync vector envs)."""
+    obs_type: str = "pixels"
+    """``pixels`` (CNN reward) or ``state`` (MLP reward)."""
+    learn_steps: int = 0
+    """Also run examples/moving_dot_custom_loop.py for this many steps (0: skip)."""
+
+
+def steps_per_s(env: gym.vector.VectorEnv, seconds: float) -> float:
+    rng = np.random.default_rng(0)
+    acts = rng.integers(0, 5, (1024, env.num_envs))
+    env.reset(seed=0)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for a in acts[:64]:
+            env.step(a)
+        n += 64 * env.num_envs
+    return n / (time.perf_counter() - t0)
+
+
+def measure(num_envs: int, args: Args) -> dict[str, float]:
+    def make() -> gym.vector.VectorEnv:
+        return gym.make_vec(ENV, num_envs=num_envs, vectorization_mode="sync", obs_type=args.obs_type)
+
+    base = make()
+    plain = steps_per_s(base, args.seconds)
+    base.close()
+    env = PreferenceVectorEnv(make(), learned_after=0, segment_length=25, max_preferences=2000)
+    steps_per_s(env, args.warmup_s)
+    wrapped = steps_per_s(env, args.seconds)
+    m = env.metrics()
+    env.close()
+    return {
+        "num_envs": num_envs,
+        "unwrapped_steps_per_s": plain,
+        "wrapped_steps_per_s": wrapped,
+        "ratio": wrapped / plain,
+        "reward_train_steps_during_run": m["reward_train_steps"],
+        "weight_updates": m["weight_updates"],
+        "segments_dropped": m["segments_dropped"],
+        "preferences": m["preferences"],
+    }
+
+
+def main(args: Args) -> dict:
+    torch.set_num_threads(1)
+    result: dict = {
+        "obs_type": args.obs_type,
+        "cpu_count": os.cpu_count(),
+        "load_avg_1min": os.getloadavg()[0],
+        "runs": [measure(n, args) for n in args.num_envs],
+    }
+    if args.learn_steps:
+        script = Path(__file__).resolve().parents[1] / "examples" / "moving_dot_custom_loop.py"
+        out = subprocess.run(
+            [sys.executable, str(script), "--total-timesteps", str(args.learn_steps)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        result["custom_loop"] = json.loads(out.stdout.strip().splitlines()[-1])
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
