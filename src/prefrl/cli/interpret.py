@@ -365,6 +365,8 @@ class Report(Common):
     """Discount used by EPIC and shaping."""
     dims: tuple[int, ...] = (0,)
     """Observation dimensions for the reward slice (vector observations)."""
+    shape_steps: int = 300
+    """Optimisation steps of the shaping potential."""
 
     def execute(self) -> dict[str, str]:
         src = self.sources()
@@ -389,7 +391,9 @@ class Report(Common):
             else:
                 if net.observation_space.shape is not None and len(net.observation_space.shape) == 1:
                     steps.append(("Reward slice", Slice(**common, dims=self.dims)))
-                steps.append(("Shaped for readability", Shape(**common, gamma=self.gamma)))
+                steps.append(
+                    ("Shaped for readability", Shape(**common, gamma=self.gamma, steps=self.shape_steps))
+                )
         for caption, cmd in steps:
             try:
                 res = cmd.execute()
