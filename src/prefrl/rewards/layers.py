@@ -81,7 +81,12 @@ class _ReluMLPFunction(torch.autograd.Function):
         h = x
         for i in range(n):
             w, b = params[2 * i], params[2 * i + 1]
-            h = _first_layer(h, w, b, shared) if i == 0 else torch.baddbmm(b.unsqueeze(1), h, w)
+            if i == 0:
+                h = _first_layer(h, w, b, shared)
+            elif w.shape[2] == 1:  # a scalar head: a row vector times h^T is far faster than h @ w
+                h = torch.baddbmm(b.unsqueeze(2), w.transpose(1, 2), h.transpose(1, 2)).transpose(1, 2)
+            else:
+                h = torch.baddbmm(b.unsqueeze(1), h, w)
             if i < n - 1:
                 h = h.relu_()
                 hs.append(h)
@@ -103,9 +108,14 @@ class _ReluMLPFunction(torch.autograd.Function):
             e, d_in, d_out = w.shape
             grads[2 * i + 1] = g.sum(1)
             if i > 0:
-                grads[2 * i] = torch.bmm(hs[i - 1].transpose(1, 2), g)
-                gh = torch.bmm(g, w.transpose(1, 2))
-                g = torch.ops.aten.threshold_backward(gh, hs[i - 1], 0.0)
+                h_in = hs[i - 1]
+                if d_out == 1:  # scalar head: skinny batched matmuls are slow, use broadcasts
+                    grads[2 * i] = torch.bmm(g.transpose(1, 2), h_in).transpose(1, 2)
+                    gh = g * w.transpose(1, 2)
+                else:
+                    grads[2 * i] = torch.bmm(h_in.transpose(1, 2), g)
+                    gh = torch.bmm(g, w.transpose(1, 2))
+                g = torch.ops.aten.threshold_backward(gh, h_in, 0.0)
                 continue
             if ctx.shared:  # x [M, in], g [E, M, out]
                 g_flat = g.transpose(0, 1).reshape(-1, e * d_out)  # [M, E*out]

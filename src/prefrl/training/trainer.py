@@ -20,6 +20,7 @@ from prefrl.data.fragments import Fragments
 from prefrl.preference.model import preference_logits, preference_loss, preference_metrics
 from prefrl.rewards.encode import encode_fragments, gather
 from prefrl.rewards.nets import Features, RewardNet, to_tensor
+from prefrl.training.allocator import keep_freed_memory
 from prefrl.training.logger import Logger, NullLogger
 
 
@@ -59,6 +60,8 @@ class RewardTrainerConfig:
     """Clip the gradient norm (``None``: no clipping)."""
     seed: int = 0
     """Seed of the trainer's own random generator (batch order, bootstrap)."""
+    keep_freed_memory: bool = True
+    """Tune glibc to reuse freed tensor memory instead of returning it to the OS (faster steps)."""
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.grad_accum_steps < 1:
@@ -94,6 +97,8 @@ class RewardTrainer:
         self.config = config or RewardTrainerConfig()
         self.logger = logger or NullLogger()
         c = self.config
+        if c.keep_freed_memory:
+            keep_freed_memory()
         self.optimizer = make_adamw(net, c.lr, c.weight_decay)
         dev = net.device
         self.l2 = torch.full((net.ensemble_size,), c.l2_init, device=dev)
