@@ -51,7 +51,7 @@ def grid_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_from_a_run_directory(grid_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", "--run", str(grid_run), "--gamma", "0.9", "--shape-steps", "100"]) == 0
+    assert main(["report", "--run", str(grid_run), "--gamma", "0.9", "--shape-steps", "30"]) == 0
     out = grid_run / "interpret"
     for name in ("training.png", "curves.png", "heatmap.png", "shaping.png", "shaping_heatmap.png"):
         png_ok(out / name)
