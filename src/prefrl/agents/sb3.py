@@ -42,13 +42,13 @@ class AgentConfig:
     """Discount factor."""
     batch_size: int = 256
     """Minibatch size (off-policy: per gradient step; PPO: per minibatch)."""
-    buffer_size: int = 1_000_000
+    buffer_size: int = 300_000
     """Replay buffer capacity (off-policy only)."""
     n_steps: int = 1024
     """Rollout length per environment (on-policy only)."""
     n_envs: int = 1
     """Number of parallel environments (DummyVecEnv)."""
-    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    net_arch: list[int] = field(default_factory=lambda: [64, 64])
     """Hidden layer sizes of the policy and value networks."""
     extra: str = "{}"
     """Further keyword arguments of the SB3 class as a JSON object, e.g. '{"tau": 0.01}'."""

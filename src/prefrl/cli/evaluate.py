@@ -1,0 +1,60 @@
+"""``prefrl evaluate RUN``: measure a run's policy on the true reward and record videos."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.sb3 import load_agent
+from prefrl.storage.checkpoint import read_json, write_json
+
+
+@dataclass
+class EvaluateConfig:
+    """Evaluate the final policy of a run directory on the environment's true reward."""
+
+    run: tyro.conf.Positional[str]
+    """The run directory (written by prefrl train)."""
+    episodes: int = 10
+    """Number of evaluation episodes."""
+    videos: int = 0
+    """Record this many of the episodes as MP4 files in RUN/videos/ (0: none)."""
+    policy: str = "policy.zip"
+    """Policy file inside the run directory."""
+    deterministic: bool = True
+    """Act deterministically (the policy's mean action)."""
+    seed: int = 10_000
+    """Seed of the evaluation episodes."""
+
+
+def evaluate_run(cfg: EvaluateConfig) -> dict[str, float]:
+    run = Path(cfg.run)
+    conf = read_json(run / "config.json", "run config (is this a prefrl run directory?)")
+    env_id, algo = conf["env"]["id"], conf["agent"]["algo"]
+    env_kwargs = json.loads(conf["env"]["kwargs"])
+    agent = load_agent(algo, run / cfg.policy)
+    rets = evaluate_returns(env_id, agent, cfg.episodes, cfg.seed, env_kwargs, cfg.deterministic)
+    rand = evaluate_returns(env_id, None, cfg.episodes, cfg.seed, env_kwargs)
+    if cfg.videos > 0:
+        evaluate_returns(env_id, agent, cfg.videos, cfg.seed, env_kwargs, cfg.deterministic,
+                         video_dir=run / "videos")  # fmt: skip
+    result = {"env": env_id, "episodes": cfg.episodes, "true_return": float(rets.mean()),
+              "true_return_std": float(rets.std()), "random_return": float(rand.mean())}  # fmt: skip
+    write_json(run / "evaluation.json", result)
+    return result
+
+
+def main(argv: list[str]) -> int:
+    cfg = tyro.cli(EvaluateConfig, args=argv, prog="prefrl evaluate")
+    try:
+        result = evaluate_run(cfg)
+    except (ValueError, FileNotFoundError, KeyError) as e:
+        print(f"prefrl evaluate: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0

@@ -1,0 +1,57 @@
+"""``prefrl rollouts``: write trajectories of a policy (or of random actions) to a file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+import tyro
+
+from prefrl.agents.rollout import collect_episodes
+from prefrl.agents.sb3 import load_agent, make_env
+
+
+@dataclass
+class RolloutsConfig:
+    """Collect episodes into a prefrl trajectory file (.npz), e.g. for offline reward learning."""
+
+    out: str
+    """Output file (.npz)."""
+    env: str = "Pendulum-v1"
+    """Gymnasium environment id."""
+    env_kwargs: str = "{}"
+    """Keyword arguments of gym.make as a JSON object."""
+    policy: str | None = None
+    """SB3 policy .zip (default: random actions)."""
+    algo: str = "sac"
+    """Algorithm of --policy: sac | td3 | ppo | a2c."""
+    episodes: int | None = None
+    """Number of episodes (give this or --steps)."""
+    steps: int | None = None
+    """Number of transitions (give this or --episodes)."""
+    render: bool = False
+    """Also store rendered frames (for human labelling)."""
+    deterministic: bool = False
+    """Act deterministically."""
+    seed: int = 0
+    """Seed."""
+
+
+def main(argv: list[str]) -> int:
+    cfg = tyro.cli(RolloutsConfig, args=argv, prog="prefrl rollouts")
+    try:
+        if cfg.episodes is None and cfg.steps is None:
+            cfg.episodes = 10
+        env = make_env(cfg.env, json.loads(cfg.env_kwargs), render=cfg.render)
+        agent = None if cfg.policy is None else load_agent(cfg.algo, cfg.policy)
+        policy = None if agent is None else (lambda o: agent.predict(o, deterministic=cfg.deterministic)[0])
+        batch = collect_episodes(env, cfg.episodes, cfg.steps, policy, cfg.seed, cfg.render)
+        path = batch.save(cfg.out)
+    except (ValueError, FileNotFoundError, json.JSONDecodeError) as e:
+        print(f"prefrl rollouts: error: {e}", file=sys.stderr)
+        return 2
+    rets = batch.episode_returns() if batch.rews is not None else None
+    print(json.dumps({"path": str(path), "episodes": len(batch), "steps": batch.num_steps,
+                      "mean_return": None if rets is None else float(rets.mean())}))  # fmt: skip
+    return 0

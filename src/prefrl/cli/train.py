@@ -1,0 +1,391 @@
+"""``prefrl train``: learn a reward from preferences and train an agent on it.
+
+Typed configs (every field documented, so ``--help`` documents itself), a JSON config
+file plus command-line overrides (``--config FILE``), ``--print-config``, a run directory
+with checkpoints and ``--resume RUN``. From Python::
+
+    from prefrl.cli.train import TrainConfig, train
+    report = train(TrainConfig(run_dir="runs/pendulum"))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import tyro
+
+from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.sb3 import (
+    AgentConfig,
+    check_agent_space,
+    check_env_id,
+    load_agent,
+    make_agent,
+    make_env,
+    make_vec_env,
+)
+from prefrl.data.fragments import random_pairs, sample_fragments
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.envs.learned_reward import LearnedReward, LearnedRewardVecEnv
+from prefrl.rewards.nets import MLPReward, RewardNet
+from prefrl.storage.checkpoint import config_hash, read_json, write_json
+from prefrl.teachers import PRESETS, SyntheticTeacher, TeacherConfig
+from prefrl.training.callbacks import ProgressBar
+from prefrl.training.loop import LoopConfig, PreferenceLoop
+from prefrl.training.metrics_log import MetricsLogger
+from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig, evaluate_preferences
+
+TeacherName = Literal["oracle", "noisy", "mistake", "skip", "myopic", "equal", "terminal", "web"]
+
+
+@dataclass
+class EnvConfig:
+    """The environment."""
+
+    id: str = "Pendulum-v1"
+    """Any registered Gymnasium environment id."""
+    kwargs: str = "{}"
+    """Keyword arguments of gym.make as a JSON object, e.g. '{"g": 9.81}'."""
+
+    def parsed_kwargs(self) -> dict[str, Any]:
+        try:
+            kw = json.loads(self.kwargs)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"env kwargs must be a JSON object, got {self.kwargs!r} ({e})") from e
+        if not isinstance(kw, dict):
+            raise ValueError(f"env kwargs must be a JSON object, got {self.kwargs!r}")
+        return kw
+
+
+@dataclass
+class RewardNetConfig:
+    """The reward model (an ensemble of MLPs)."""
+
+    hidden: list[int] = field(default_factory=lambda: [64, 64])
+    """Hidden layer sizes."""
+    ensemble_size: int = 3
+    """Ensemble members (>= 2 for disagreement-based active selection)."""
+    use_obs: bool = True
+    """Reward reads the observation."""
+    use_act: bool = True
+    """Reward reads the action."""
+    use_next_obs: bool = False
+    """Reward reads the next observation."""
+    use_done: bool = False
+    """Reward reads the terminal flag."""
+
+    def build(self, obs_space: Any, act_space: Any) -> RewardNet:
+        return MLPReward(
+            obs_space, act_space, hidden=tuple(self.hidden), ensemble_size=self.ensemble_size,
+            use_obs=self.use_obs, use_act=self.use_act, use_next_obs=self.use_next_obs, use_done=self.use_done,
+        )  # fmt: skip
+
+
+def _default_trainer() -> RewardTrainerConfig:
+    return RewardTrainerConfig(epochs=50.0, batch_size=32, lr=3e-3, l2_init=0.0)
+
+
+@dataclass
+class TrainConfig:
+    """Train an agent on a reward learned from preference comparisons."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    reward: RewardNetConfig = field(default_factory=RewardNetConfig)
+    trainer: RewardTrainerConfig = field(default_factory=_default_trainer)
+    teacher: TeacherName = "oracle"
+    """Who labels: a B-Pref simulated preset (oracle|noisy|mistake|skip|myopic|equal), a person at
+    this terminal (terminal), or people in the web app (web, with --store)."""
+    store: str | None = None
+    """Query store for --teacher web: a SQLite path or SQLAlchemy URL."""
+    run_dir: str | None = None
+    """Run directory (default: runs/<env>-<agent>-<time>)."""
+    force: bool = False
+    """Overwrite an existing run directory."""
+    resume: str | None = None
+    """Continue the run in this directory from its last checkpoint (its config.json is used)."""
+    config: str | None = None
+    """A JSON config file (as written to RUN/config.json); command-line options override it."""
+    print_config: bool = False
+    """Print the resolved config as JSON and exit."""
+    seed: int = 0
+    """Seed of environments, agent, loop and teacher."""
+    trajectory_path: str | None = None
+    """Offline mode: learn only a reward, from clips of this trajectory file (.npz)."""
+    agent_path: str | None = None
+    """Warm start: initial policy from this SB3 .zip file."""
+    save_preferences: str | None = None
+    """Also copy the final preference dataset (.npz) to this path."""
+    final_agent_steps: int = 0
+    """After training, train a fresh agent this many steps on the final learned reward and report
+    its true return (0: skip)."""
+    eval_episodes: int = 10
+    """Episodes for the final evaluation of the policy (and of a random policy)."""
+    progress: bool = True
+    """Show a progress bar."""
+    threads: int = 1
+    """Torch CPU threads (1 avoids oversubscription on small shared machines)."""
+
+
+IGNORED_ON_RESUME = ("resume", "force", "config", "print_config", "progress", "run_dir", "threads")
+
+
+# ------------------------------------------------------------------------ config files
+def config_to_dict(cfg: TrainConfig) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)
+
+
+def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"{where}: unknown option(s) {unknown}; valid: {sorted(fields)}")
+    kw = {}
+    for name, value in data.items():
+        default = getattr(cls(), name) if name in ("env", "agent", "loop", "reward", "trainer") else None
+        if dataclasses.is_dataclass(default):
+            kw[name] = _from_dict(type(default), value, f"{where}.{name}")
+        elif isinstance(value, list) and name == "l2_band":
+            kw[name] = tuple(value)
+        else:
+            kw[name] = value
+    return cls(**kw)
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
+    """Rebuild a :class:`TrainConfig` from JSON, with clear errors for unknown keys."""
+    try:
+        return _from_dict(TrainConfig, data, where)
+    except TypeError as e:
+        raise ValueError(f"{where}: {e}") from e
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def parse_args(argv: list[str]) -> TrainConfig:
+    """Command line (over ``--config FILE`` or a resumed run's config) -> :class:`TrainConfig`."""
+    default = TrainConfig()
+    resume, cfg_file = _flag_value(argv, "--resume"), _flag_value(argv, "--config")
+    if resume is not None:
+        default = config_from_dict(read_json(Path(resume) / "config.json", "run config"), f"{resume}/config.json")
+    elif cfg_file is not None:
+        default = config_from_dict(read_json(Path(cfg_file), "config file"), cfg_file)
+    cfg = tyro.cli(TrainConfig, default=default, args=argv, prog="prefrl train")
+    if resume is not None:
+        cfg.resume, cfg.run_dir = resume, resume
+        stored, now = config_to_dict(default), config_to_dict(cfg)
+        diff = sorted(k for k in now if k not in IGNORED_ON_RESUME and now[k] != stored[k])
+        if diff:
+            raise ValueError(
+                f"--resume {resume}: options {diff} differ from the run's config.json; a run resumes "
+                "with its own config (start a new run directory to change them)"
+            )
+    return cfg
+
+
+# ------------------------------------------------------------------------ wiring
+def make_teacher(cfg: TrainConfig, run_name: str) -> Any:
+    """The teacher named by ``cfg.teacher`` (human teachers imported lazily)."""
+    if cfg.teacher in PRESETS:
+        return SyntheticTeacher(TeacherConfig.preset(cfg.teacher), rng=np.random.default_rng(cfg.seed + 7))
+    from prefrl.teachers import human
+
+    if cfg.teacher == "terminal":
+        return human.TerminalTeacher()
+    if cfg.store is None:
+        raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
+    return human.StoreTeacher(cfg.store, run=run_name)
+
+
+def prepare_run_dir(cfg: TrainConfig) -> Path:
+    """Create (or, on resume, check) the run directory and write ``config.json``."""
+    if cfg.resume is not None:
+        run = Path(cfg.resume)
+        if not (run / "config.json").exists():
+            raise FileNotFoundError(f"--resume {run}: not a run directory (no config.json)")
+        return run
+    if cfg.run_dir is None:
+        cfg.run_dir = f"runs/{cfg.env.id.replace('/', '_')}-{cfg.agent.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = Path(cfg.run_dir)
+    if run.exists() and any(run.iterdir()):
+        if not cfg.force:
+            raise FileExistsError(
+                f"run directory {run} already exists; pass --force to overwrite it or --resume {run} to continue"
+            )
+        shutil.rmtree(run)
+    run.mkdir(parents=True, exist_ok=True)
+    write_json(run / "config.json", config_to_dict(cfg))
+    return run
+
+
+def _hash(cfg: TrainConfig) -> str:
+    return config_hash({k: v for k, v in config_to_dict(cfg).items() if k not in IGNORED_ON_RESUME})
+
+
+@dataclass
+class Run:
+    """Everything :func:`build_run` wires together."""
+
+    loop: PreferenceLoop
+    run_dir: Path
+    logger: MetricsLogger
+    env_kwargs: dict[str, Any]
+
+
+def build_run(cfg: TrainConfig) -> Run:
+    """Validate ``cfg`` and wire env stack, agent, reward model, teacher and loop."""
+    check_env_id(cfg.env.id)
+    env_kwargs = cfg.env.parsed_kwargs()
+    probe = make_env(cfg.env.id, env_kwargs)
+    obs_space, act_space = probe.observation_space, probe.action_space
+    probe.close()
+    offline = cfg.trajectory_path is not None
+    if not offline:
+        check_agent_space(cfg.agent.algo, act_space)
+    run = prepare_run_dir(cfg)
+    human = cfg.teacher in ("terminal", "web")
+    net = cfg.reward.build(obs_space, act_space)
+    trainer = RewardTrainer(net, dataclasses.replace(cfg.trainer, seed=cfg.seed))
+    teacher = make_teacher(cfg, run.name)
+    logger = MetricsLogger(run)
+    callbacks = [ProgressBar(disable=not cfg.progress)]
+    loop_cfg = dataclasses.replace(cfg.loop, seed=cfg.seed)
+    side_env = make_env(cfg.env.id, env_kwargs, render=human)
+    if offline:
+        trajs = TrajectoryBatch.load(cfg.trajectory_path)  # type: ignore[arg-type]
+        loop = PreferenceLoop(loop_cfg, net, trainer, teacher, trajectories=trajs, run_dir=run, logger=logger,
+                              callbacks=callbacks, config_hash=_hash(cfg))  # fmt: skip
+        return Run(loop, run, logger, env_kwargs)
+    recorder = TrajectoryRecorder(make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human)
+    reward = LearnedReward(net)
+    venv = LearnedRewardVecEnv(recorder, reward)
+    if cfg.agent_path is not None:
+        agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device)
+    else:
+        agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
+    loop = PreferenceLoop(loop_cfg, net, trainer, teacher, agent=agent, recorder=recorder, reward=reward,
+                          side_env=side_env, run_dir=run, logger=logger, callbacks=callbacks,
+                          config_hash=_hash(cfg))  # fmt: skip
+    return Run(loop, run, logger, env_kwargs)
+
+
+def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int = 500) -> float | None:
+    """Accuracy of the learned reward on fresh oracle-labelled pairs of policy + random clips."""
+    env = make_env(cfg.env.id, cfg.env.parsed_kwargs())
+    try:
+        from prefrl.agents.rollout import collect_episodes
+
+        parts = [collect_episodes(env, n_steps=2000, seed=cfg.seed + 99)]
+        if agent is not None:
+            parts.append(collect_episodes(env, n_steps=2000, seed=cfg.seed + 98,
+                                          policy=lambda o: agent.predict(o, deterministic=False)[0]))  # fmt: skip
+        batch = TrajectoryBatch.concat(parts)
+        rng = np.random.default_rng(cfg.seed + 5)
+        frags, _ = sample_fragments(batch, 2 * n_pairs, min(cfg.loop.fragment_length, int(batch.lengths.max())), rng)
+        pairs = random_pairs(len(frags), n_pairs, rng)
+        labels = SyntheticTeacher("oracle").label(frags, pairs)
+        return float(evaluate_preferences(net, frags, pairs, labels)["accuracy"])
+    except ValueError:
+        return None
+    finally:
+        env.close()
+
+
+def train(cfg: TrainConfig) -> dict[str, Any]:
+    """Run (or resume) training; writes the run directory and returns the final report."""
+    t0 = time.perf_counter()
+    torch.set_num_threads(max(1, cfg.threads))
+    r = build_run(cfg)
+    loop = r.loop
+    if cfg.resume is not None:
+        algo = cfg.agent.algo
+        venv = loop.agent.get_env() if loop.agent is not None else None
+        if not loop.load_checkpoint(lambda p: load_agent(algo, p, venv, cfg.agent.device)):
+            print(f"{r.run_dir}: no checkpoint yet, starting from the beginning", file=sys.stderr)
+        else:
+            r.logger.truncate(loop.env_steps)
+    loop.run()
+    r.logger.close()
+    report: dict[str, Any] = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
+    report["labels_used"] = len(loop.dataset)
+    report["queries_asked"] = loop.state.queries_asked
+    if cfg.save_preferences:
+        loop.dataset.save(cfg.save_preferences)
+    if loop.agent is not None:
+        loop.agent.save(str(r.run_dir / "policy.zip"))
+        rets = evaluate_returns(cfg.env.id, loop.agent, cfg.eval_episodes, env_kwargs=r.env_kwargs)
+        rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=r.env_kwargs)
+        report.update(agent=cfg.agent.algo, env_steps=loop.env_steps, true_return=float(rets.mean()),
+                      true_return_std=float(rets.std()), random_return=float(rand.mean()))  # fmt: skip
+    report["reward_accuracy"] = reward_accuracy(cfg, loop.net, loop.agent)
+    if cfg.final_agent_steps > 0 and loop.agent is not None:
+        report["fresh_agent_true_return"] = train_fresh_agent(cfg, loop.net, r)
+    report["train_wall_s"] = loop.state.wall_s
+    report["wall_s"] = time.perf_counter() - t0
+    report["files"] = {
+        "config": str(r.run_dir / "config.json"), "reward": str(r.run_dir / "reward.safetensors"),
+        "preferences": str(r.run_dir / "preferences.npz"), "metrics": str(r.run_dir / "metrics.csv"),
+        "tensorboard": str(r.run_dir / "tb"), "policy": str(r.run_dir / "policy.zip"),
+        "checkpoints": str(r.run_dir / "checkpoints"),
+    }  # fmt: skip
+    write_json(r.run_dir / "report.json", report)
+    return report
+
+
+def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
+    """Train a new agent on the frozen final reward; returns its mean true return."""
+    reward = LearnedReward(net)
+    venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, cfg.seed + 1), reward)
+    agent = make_agent(cfg.agent, venv, seed=cfg.seed + 1, learning_starts=cfg.loop.initial_steps)
+    agent.learn(cfg.final_agent_steps)
+    agent.save(str(r.run_dir / "fresh_policy.zip"))
+    return float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=r.env_kwargs).mean())
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    lines = ["", "=== prefrl train: report ==="]
+    if "true_return" in rep:
+        lines.append(f"true return of final policy : {rep['true_return']:.1f} (random policy: {rep['random_return']:.1f})")
+    if "fresh_agent_true_return" in rep:
+        lines.append(f"fresh agent on final reward : {rep['fresh_agent_true_return']:.1f}")
+    acc = rep.get("reward_accuracy")
+    lines.append(f"reward accuracy (held out)  : {'n/a' if acc is None else f'{acc:.3f}'}")
+    lines.append(f"labels used                 : {rep['labels_used']} ({rep['queries_asked']} queries asked)")
+    lines.append(f"time taken                  : {rep['wall_s']:.0f} s")
+    lines.append(f"run directory               : {rep['run_dir']}")
+    lines += [f"  {k:<12} {v}" for k, v in rep["files"].items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        cfg = parse_args(argv)
+        if cfg.print_config:
+            print(json.dumps(config_to_dict(cfg), indent=2))
+            return 0
+        rep = train(cfg)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        print(f"prefrl train: error: {e}", file=sys.stderr)
+        return 2
+    print(format_report(rep))
+    return 0

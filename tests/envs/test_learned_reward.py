@@ -1,0 +1,82 @@
+"""Learned-reward wrappers: the agent sees the (normalised) learned reward, logs keep the true one."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from prefrl.envs import LearnedReward, LearnedRewardVecEnv, LearnedRewardWrapper, RewardNormalizer
+from prefrl.rewards import MLPReward
+
+
+class CountingReward(LearnedReward):
+    """A real LearnedReward that also counts its batched calls."""
+
+    calls = 0
+
+    def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        return super().__call__(*args, **kwargs)
+
+
+def _net(env: gym.Env | DummyVecEnv) -> MLPReward:
+    return MLPReward(env.observation_space, env.action_space, ensemble_size=2)
+
+
+def test_vec_wrapper_one_batched_call_per_step_and_true_reward_in_info() -> None:
+    n = 3
+    plain = DummyVecEnv([lambda: gym.make("Pendulum-v1")] * n)
+    plain.seed(0)
+    wrapped_inner = DummyVecEnv([lambda: gym.make("Pendulum-v1")] * n)
+    wrapped_inner.seed(0)
+    reward = CountingReward(_net(wrapped_inner), normalize=False)
+    venv = LearnedRewardVecEnv(wrapped_inner, reward)
+    obs_p, obs_w = plain.reset(), venv.reset()
+    rng = np.random.default_rng(0)
+    for t in range(210):  # crosses the 200-step time limit: terminal observations matter
+        acts = rng.uniform(-2, 2, size=(n, 1)).astype(np.float32)
+        _, true_rews, _, _ = plain.step(acts)
+        prev = obs_w
+        obs_w, rews, dones, infos = venv.step(acts)
+        assert reward.calls == t + 1
+        np.testing.assert_allclose([i["true_reward"] for i in infos], true_rews, rtol=1e-6)
+        nxt = np.stack([i["terminal_observation"] if d else o for i, d, o in zip(infos, dones, obs_w)])
+        expect, _ = reward.net.predict(prev, acts, nxt)
+        np.testing.assert_allclose(rews, expect, rtol=1e-5, atol=1e-6)
+        assert not np.allclose(rews, true_rews)
+
+
+def test_normalised_rewards_have_unit_scale() -> None:
+    venv = DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 2)
+    venv = LearnedRewardVecEnv(venv, LearnedReward(_net(venv)))
+    venv.reset()
+    out = [venv.step(np.random.default_rng(t).uniform(-2, 2, (2, 1)))[1] for t in range(400)]
+    rews = np.concatenate(out[100:])
+    assert abs(rews.mean()) < 0.5 and 0.5 < rews.std() < 1.5
+
+
+def test_gym_wrapper_matches_net_and_keeps_true_reward() -> None:
+    env = LearnedRewardWrapper(gym.make("Pendulum-v1"), LearnedReward(_net(gym.make("Pendulum-v1")), normalize=False))
+    ref = gym.make("Pendulum-v1")
+    obs, _ = env.reset(seed=1)
+    ref.reset(seed=1)
+    for _ in range(5):
+        act = env.action_space.sample()
+        nxt, rew, _, _, info = env.step(act)
+        _, true_rew, _, _, _ = ref.step(act)
+        expect, _ = env.reward.net.predict(obs[None], act[None], nxt[None])
+        assert rew == pytest.approx(float(expect[0]), rel=1e-5)
+        assert info["true_reward"] == pytest.approx(true_rew)
+        obs = nxt
+
+
+def test_normalizer_state_roundtrip() -> None:
+    a, b = RewardNormalizer(), RewardNormalizer()
+    x = np.random.default_rng(0).normal(3.0, 2.0, 1000)
+    a.update(x[:500])
+    a.update(x[500:])
+    assert a.mean == pytest.approx(x.mean()) and a.var == pytest.approx(x.var())
+    b.load_state_dict(a.state_dict())
+    np.testing.assert_allclose(a(x), b(x))
