@@ -75,7 +75,8 @@ queries = sa.Table(
     sa.Column("consumed", sa.Boolean, nullable=False, default=False),
     sa.Column("lease_user", sa.Integer, nullable=True),
     sa.Column("lease_until", sa.Float, nullable=True),
-    sa.Index("ix_queries_serve", "run_id", "status", "priority"),
+    sa.Index("ix_queries_lease", "lease_user", "status"),
+    sa.Index("ix_queries_expiry", "status", "expires"),
     sa.Index("ix_queries_poll", "run_id", "status", "consumed"),
 )
 
@@ -104,6 +105,9 @@ users = sa.Table(
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("expires", sa.Float, nullable=True),
 )
+
+# serving order: status, then highest priority first, then oldest (ORDER BY priority DESC, id)
+sa.Index("ix_queries_serve", queries.c.status, queries.c.priority.desc(), queries.c.id)
 
 episodes = sa.Table(
     "episodes",

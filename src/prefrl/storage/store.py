@@ -317,14 +317,22 @@ class QueryStore:
         q = S.queries.c
         mine = sa.select(S.labels.c.query_id).where(S.labels.c.user_id == user_id)
         free = sa.or_(q.lease_until.is_(None), q.lease_until < now, q.lease_user == user_id)
+        cols = (q.id, q.run_id, q.left_clip, q.right_clip)
         with self.write() as c:
+            # the query this labeller already holds (e.g. the page was reloaded), else the best free one
             row = c.execute(
-                sa.select(q.id, q.run_id, q.left_clip, q.right_clip)
-                .where(*self._servable(now, run_id), free, q.id.not_in(mine))
-                .order_by((q.lease_user == user_id).desc(), q.priority.desc(), q.id)
-                .limit(1)
-                .with_for_update(skip_locked=True)
+                sa.select(*cols).where(
+                    *self._servable(now, run_id), q.lease_user == user_id, q.lease_until >= now
+                )
             ).first()
+            if row is None:
+                row = c.execute(
+                    sa.select(*cols)
+                    .where(*self._servable(now, run_id), free, q.id.not_in(mine))
+                    .order_by(q.priority.desc(), q.id)
+                    .limit(1)
+                    .with_for_update(skip_locked=True)
+                ).first()
             if row is None:
                 return None
             c.execute(
@@ -343,17 +351,24 @@ class QueryStore:
         }  # fmt: skip
 
     def queue_length(self, user_id: int | None = None, run_id: int | None = None) -> int:
-        """Open queries (for ``user_id``: those it has not answered)."""
+        """Open, unexpired queries (for ``user_id``: those it has not answered)."""
         now = time.time()
-        cond = self._servable(now, run_id)
-        if user_id is not None:
-            cond.append(
-                S.queries.c.id.not_in(sa.select(S.labels.c.query_id).where(S.labels.c.user_id == user_id))
-            )
-        with self.read() as c:
-            return int(
-                c.execute(sa.select(sa.func.count()).select_from(S.queries).where(*cond)).scalar() or 0
-            )
+        q = S.queries.c
+        count = sa.select(sa.func.count())
+        with self.read() as c:  # counts that indexes answer: open, minus expired, minus answered by user
+            run = [q.run_id == run_id] if run_id is not None else []
+            n = c.execute(count.select_from(S.queries).where(q.status == "open", *run)).scalar() or 0
+            expired = [q.status == "open", q.expires.is_not(None), q.expires <= now, *run]
+            n -= c.execute(count.select_from(S.queries).where(*expired)).scalar() or 0
+            if user_id is not None:
+                done = count.select_from(S.labels.join(S.queries, q.id == S.labels.c.query_id))
+                n -= (
+                    c.execute(
+                        done.where(S.labels.c.user_id == user_id, *self._servable(now, run_id))
+                    ).scalar()
+                    or 0
+                )
+        return int(n)
 
     def pending(self, run_id: int) -> int:
         """Queries of ``run_id`` still waiting for labels (not expired)."""

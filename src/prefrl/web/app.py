@@ -18,7 +18,6 @@ or the cookie set by ``POST /api/session``):
 Pages: ``/`` (labelling) and ``/admin``.
 """
 
-
 import json
 import re
 from typing import Annotated, Any, Literal
