@@ -1,0 +1,124 @@
+"""The preference loop end to end, on real Gymnasium envs and real SB3 agents (tiny budgets)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.rollout import collect_episodes
+from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
+from prefrl.data.fragments import Fragments
+from prefrl.envs import LearnedReward, LearnedRewardVecEnv
+from prefrl.rewards import MLPReward
+from prefrl.teachers import SyntheticTeacher
+from prefrl.training import RewardTrainer, RewardTrainerConfig
+from prefrl.training.loop import LoopConfig, PreferenceLoop
+
+
+def build(loop_cfg: LoopConfig, algo: str = "sac", teacher=None, env_id: str = "Pendulum-v1", tmp=None):  # type: ignore[no-untyped-def]
+    rec = TrajectoryRecorder(make_vec_env(env_id, 1, seed=0))
+    net = MLPReward(rec.observation_space, rec.action_space, hidden=(16, 16), ensemble_size=2)
+    reward = LearnedReward(net)
+    cfg = AgentConfig(algo=algo, net_arch=[16, 16], batch_size=32, n_steps=64)
+    agent = make_agent(cfg, LearnedRewardVecEnv(rec, reward), learning_starts=loop_cfg.initial_steps)
+    trainer = RewardTrainer(net, RewardTrainerConfig(epochs=2))
+    return PreferenceLoop(loop_cfg, net, trainer, teacher or SyntheticTeacher("oracle"), agent=agent,
+                          recorder=rec, reward=reward, side_env=make_env(env_id), run_dir=tmp)  # fmt: skip
+
+
+def test_sac_loop_spends_the_label_budget_and_relabels(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cfg = LoopConfig(total_steps=800, total_labels=6, iterations=3, initial_steps=200, fragment_length=20)
+    loop = build(cfg, tmp=tmp_path)
+    loop.run()
+    assert loop.state.queries_asked == 6 and len(loop.dataset) == 6
+    assert loop.env_steps == 800 and loop.agent.num_timesteps == 800
+    # after the last reward update, every stored reward equals the current normalised reward
+    buf = loop.agent.replay_buffer
+    rows = buf.pos
+    from prefrl.agents.sb3 import buffer_transitions
+
+    obs, acts, nxt, done = buffer_transitions(loop.agent, slice(0, rows))
+    expect = loop.reward.normalizer(loop.reward.raw(obs, acts, nxt, done))
+    # rows added after the last relabel were written by the wrapper with the same reward
+    np.testing.assert_allclose(buf.rewards[:rows, 0], expect, rtol=1e-4, atol=1e-4)
+    assert (tmp_path / "preferences.npz").exists() and (tmp_path / "reward.safetensors").exists()
+    assert "reward/pearson_true" in loop.state.history[-1]
+
+
+class SkippingTeacher:
+    """A real oracle that leaves every other pair unanswered (NaN)."""
+
+    def __init__(self) -> None:
+        self.inner = SyntheticTeacher("oracle")
+
+    def label(self, fragments: Fragments, pairs: np.ndarray) -> np.ndarray:
+        labels = self.inner.label(fragments, pairs)
+        labels[::2] = np.nan
+        return labels
+
+
+def test_training_continues_when_teacher_answers_fewer() -> None:
+    cfg = LoopConfig(total_steps=600, total_labels=8, iterations=2, initial_steps=200, fragment_length=20)
+    loop = build(cfg, teacher=SkippingTeacher())
+    loop.run()
+    assert loop.state.queries_asked == 8 and len(loop.dataset) == 4
+    assert loop.env_steps == 600
+
+
+class LateTeacher:
+    """An async oracle: answers a submitted batch on the second poll after it."""
+
+    def __init__(self) -> None:
+        self.inner, self.queue = SyntheticTeacher("oracle"), []  # type: ignore[var-annotated]
+
+    def submit(self, fragments: Fragments, pairs: np.ndarray) -> None:
+        self.queue.append([fragments, pairs, 0])
+
+    def poll(self) -> list:  # type: ignore[type-arg]
+        out = []
+        for q in self.queue:
+            q[2] += 1
+        for q in [q for q in self.queue if q[2] >= 2]:
+            out.append((q[0], q[1], self.inner.label(q[0], q[1])))
+            self.queue.remove(q)
+        return out
+
+    def pending(self) -> int:
+        return sum(len(q[1]) for q in self.queue)
+
+
+def test_async_teacher_waits_only_while_dataset_empty() -> None:
+    cfg = LoopConfig(total_steps=800, total_labels=6, iterations=3, initial_steps=200, fragment_length=20)
+    teacher = LateTeacher()
+    loop = build(cfg, teacher=teacher)
+    loop.run()
+    assert loop.state.queries_asked == 6
+    assert len(loop.dataset) >= 2  # the first batch arrived (after waiting); later ones trail behind
+    assert loop.env_steps == 800
+
+
+def test_ppo_loop_and_offline_mode() -> None:
+    cfg = LoopConfig(total_steps=600, total_labels=4, iterations=2, initial_steps=128, fragment_length=20)
+    loop = build(cfg, algo="ppo")
+    loop.run()
+    assert len(loop.dataset) == 4 and loop.agent.num_timesteps >= 400
+    trajs = collect_episodes(make_env("Pendulum-v1"), n_episodes=3, seed=0)
+    net = MLPReward(trajs_space := make_env("Pendulum-v1").observation_space, make_env("Pendulum-v1").action_space)
+    assert trajs_space is not None
+    off = PreferenceLoop(LoopConfig(total_labels=10, iterations=2, fragment_length=20), net,
+                         RewardTrainer(net, RewardTrainerConfig(epochs=2)), SyntheticTeacher("oracle"),
+                         trajectories=trajs)  # fmt: skip
+    off.run()
+    assert len(off.dataset) == 10 and off.trainer.calls == 2
+
+
+def test_variable_horizon_needs_opt_out() -> None:
+    cfg = LoopConfig(total_steps=600, total_labels=4, iterations=2, initial_steps=300, fragment_length=5)
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    with pytest.raises(ValueError, match="allow-variable-horizon"):
+        loop.run()
+    cfg.allow_variable_horizon = True
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    loop.run()
+    assert len(loop.dataset) == 4
