@@ -22,6 +22,7 @@ from prefrl.rewards.encode import encode_fragments, gather
 from prefrl.rewards.nets import Features, RewardNet, to_tensor
 from prefrl.training.allocator import keep_freed_memory
 from prefrl.training.logger import Logger, NullLogger
+from prefrl.training.optim import FlatAdamW, FlatParameters
 
 
 @dataclass
@@ -76,14 +77,6 @@ class RewardTrainerConfig:
             raise ValueError(f"error_rate must lie in [0, 1), got {self.error_rate}")
 
 
-def make_adamw(net: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW with the fused kernel (one launch for all parameters) where the device has it."""
-    try:
-        return torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
-    except (RuntimeError, ValueError):
-        return torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
-
-
 class RewardTrainer:
     """Trains a :class:`RewardNet` (any ensemble size) on a :class:`PreferenceDataset`."""
 
@@ -99,7 +92,8 @@ class RewardTrainer:
         c = self.config
         if c.keep_freed_memory:
             keep_freed_memory()
-        self.optimizer = make_adamw(net, c.lr, c.weight_decay)
+        self.flat = FlatParameters(net)
+        self.optimizer = FlatAdamW(self.flat, lr=c.lr, weight_decay=c.weight_decay)
         dev = net.device
         self.l2 = torch.full((net.ensemble_size,), c.l2_init, device=dev)
         self.generator = torch.Generator(device="cpu").manual_seed(c.seed)
@@ -152,6 +146,11 @@ class RewardTrainer:
         if len(dataset) == 0 or dataset.fragments is None:
             raise ValueError("cannot train a reward model on an empty preference dataset")
         t0 = time.perf_counter()
+        if not self.flat.intact():
+            raise RuntimeError(
+                "the reward network's parameters were replaced after the trainer was built "
+                "(e.g. by .to(device) or .double()); build the RewardTrainer after moving the network"
+            )
         if c.update_normalization:
             self._update_stats(dataset)
         dev = net.device
@@ -189,7 +188,7 @@ class RewardTrainer:
                 if step >= total_steps:
                     break
                 batch = epoch_idx[..., s * b : (s + 1) * b]  # [E, b] or [b]
-                self.optimizer.zero_grad(set_to_none=True)
+                self.flat.zero_grad()
                 for k in range(0, batch.shape[-1], chunk):
                     idx = batch[..., k : k + chunk]
                     rews = net.score(gather(feats, pairs[idx]), per_member=per_member)  # [E, *, 2, L]
@@ -204,7 +203,7 @@ class RewardTrainer:
                     kept.append((logits.detach(), y))
                     seen += idx.shape[-1]
                 if c.max_grad_norm is not None:
-                    torch.nn.utils.clip_grad_norm_(net.parameters(), c.max_grad_norm)
+                    torch.nn.utils.clip_grad_norm_(self.flat.params, c.max_grad_norm)
                 self.optimizer.step()
                 step += 1
             # end of an epoch: validation and the adaptive L2 rule
