@@ -1,0 +1,65 @@
+"""Kill ``prefrl train`` mid-run, resume it: it continues where it stopped and loses no label."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from prefrl.data import PreferenceDataset
+
+ARGS = [
+    "--loop.total-steps", "700", "--loop.iterations", "5", "--loop.initial-steps", "200",
+    "--loop.total-labels", "10", "--loop.fragment-length", "20", "--loop.initial-comparison-frac", "0.2",
+    "--agent.net-arch", "16", "16", "--agent.batch-size", "32", "--reward.hidden", "16", "16",
+    "--trainer.epochs", "2", "--eval-episodes", "1", "--no-progress",
+]  # fmt: skip
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefrl.cli.main", "train", *args]
+
+
+def test_kill_and_resume_loses_no_label(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = subprocess.Popen(_cli("--run-dir", str(run), *ARGS), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    latest = run / "checkpoints" / "LATEST"
+    deadline = time.time() + 300
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            if latest.exists() and (run / "checkpoints" / "labels.json").exists():
+                state = (run / "checkpoints" / "labels.json").read_text()
+                if '"labels": ' in state and int(state.split('"labels": ')[1].split(",")[0].split("}")[0]) >= 4:
+                    break
+            time.sleep(0.05)
+        assert proc.poll() is None, f"training ended before it could be killed: {proc.stderr.read()!r}"  # type: ignore[union-attr]
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    before = PreferenceDataset.load(run / "preferences.npz")
+    assert len(before) >= 4
+    broken = tmp_path / "broken"
+    shutil.copytree(run, broken)
+    res = subprocess.run(_cli("--resume", str(run)), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    after = PreferenceDataset.load(run / "preferences.npz")
+    idx = np.searchsorted(after.pair_ids, before.pair_ids)
+    np.testing.assert_array_equal(after.pair_ids[idx], before.pair_ids)  # every label survived
+    np.testing.assert_array_equal(after.labels[idx], before.labels)
+    assert len(after) == 10  # and the budget was not asked twice
+    import json
+
+    report = json.loads((run / "report.json").read_text())
+    assert report["env_steps"] == 700 and (run / "policy.zip").exists()
+
+    # a corrupt checkpoint is a clear error, not a silent restart
+    ckpt = broken / "checkpoints" / (broken / "checkpoints" / "LATEST").read_text().strip()
+    (ckpt / "reward.safetensors").write_bytes(b"garbage")
+    res = subprocess.run(_cli("--resume", str(broken)), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "corrupt checkpoint" in res.stderr and "reward.safetensors" in res.stderr
