@@ -379,7 +379,12 @@ def format_report(rep: dict[str, Any]) -> str:
 
 def main(argv: list[str]) -> int:
     try:
-        cfg = parse_args(argv)
+        try:
+            cfg = parse_args(argv)
+        except SystemExit as e:  # tyro: --help, or an option it rejected (message already printed)
+            if e.code not in (0, None):
+                return int(e.code) if isinstance(e.code, int) else 2
+            raise
         if cfg.print_config:
             print(json.dumps(config_to_dict(cfg), indent=2))
             return 0

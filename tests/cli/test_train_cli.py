@@ -1,0 +1,69 @@
+"""``prefrl train`` configuration and bad input: each a clear error, nothing overwritten."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prefrl.cli import train as train_cli
+from prefrl.cli.main import main
+
+
+def test_print_config_with_config_file_and_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--print-config", "--loop.total-labels", "7"]) == 0
+    cfg = json.loads(capsys.readouterr().out)
+    assert cfg["env"]["id"] == "Pendulum-v1" and cfg["agent"]["algo"] == "sac" and cfg["loop"]["total_labels"] == 7
+    cfg["loop"]["total_labels"] = 33
+    cfg["agent"]["algo"] = "td3"
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    assert main(["train", "--config", str(tmp_path / "c.json"), "--agent.algo", "ppo", "--print-config"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["loop"]["total_labels"] == 33 and out["agent"]["algo"] == "ppo"
+
+
+def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = capsys.readouterr().out
+    for opt in ["--loop.transition-oversampling", "--loop.comparison-queue-size", "--loop.initial-comparison-frac",
+                "--loop.initial-epoch-multiplier", "--loop.exploration-frac", "--trajectory-path",
+                "--save-preferences", "--agent-path", "--loop.active-selection-oversampling",
+                "--loop.uncertainty-measure", "--loop.allow-variable-horizon", "--loop.checkpoint-interval",
+                "--loop.query-schedule", "--teacher", "--store", "--resume"]:  # fmt: skip
+        assert opt in text, opt
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env.id", "Pendulum-v9"], "unknown Gymnasium environment id 'Pendulum-v9'"),
+        (["--env.id", "CartPole-v1"], "'sac' needs a continuous"),
+        (["--env.kwargs", "{bad"], "env kwargs must be a JSON object"),
+        (["--agent.algo", "dqn"], "unknown agent 'dqn'"),
+        (["--teacher", "web"], "--store"),
+    ],
+)
+def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                    message: str) -> None:  # fmt: skip
+    code = main(["train", "--run-dir", str(tmp_path / "r"), *args])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_existing_run_dir_needs_force_and_resume_needs_same_config(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "keep.txt").write_text("precious")
+    assert main(["train", "--run-dir", str(run)]) == 2
+    assert "--force" in capsys.readouterr().err and (run / "keep.txt").read_text() == "precious"
+    cfg = train_cli.config_to_dict(train_cli.TrainConfig())
+    (run / "config.json").write_text(json.dumps(cfg))
+    assert main(["train", "--resume", str(run), "--loop.total-labels", "99"]) == 2
+    err = capsys.readouterr().err
+    assert "differ from the run's config.json" in err and "loop" in err
+    (run / "config.json").write_text("{not json")
+    assert main(["train", "--resume", str(run)]) == 2
+    assert "corrupt run config" in capsys.readouterr().err
