@@ -33,8 +33,9 @@ def preference_logits(rews: torch.Tensor, discount: float = 1.0) -> torch.Tensor
     """Per-step rewards of pairs ``[..., 2, L]`` -> logit P(first preferred) ``[...]``."""
     if rews.dim() < 2 or rews.shape[-2] != 2:
         raise ValueError(f"rews must have shape [..., 2, L], got {tuple(rews.shape)}")
-    ret = fragment_returns(rews, discount)
-    return ret[..., 0] - ret[..., 1]
+    w = discount_weights(rews.shape[-1], discount, rews.device).to(rews.dtype)
+    # one matrix-vector product [..., 2L] @ [2L] (and one outer product in backward)
+    return rews.flatten(-2) @ torch.cat([w, -w])
 
 
 def log_probs(logits: torch.Tensor, error_rate: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
