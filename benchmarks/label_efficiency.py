@@ -53,6 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-episodes", type=int, default=10, help="evaluation episodes per policy")
     p.add_argument("--out", default="runs/label_efficiency", help="directory for the run directories")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--first-seed", type=int, default=0, help="seeds run are first_seed .. first_seed+seeds-1")
+    p.add_argument(
+        "--only",
+        default="both",
+        choices=["both", "learned", "oracle"],
+        help="run only one side (to spread seeds over processes; combine with --combine)",
+    )
+    p.add_argument("--combine", action="store_true", help="only combine the per-seed results found in --out")
     a = p.parse_args(argv)
     check_env_id(a.env)
     torch.set_num_threads(a.threads)
@@ -61,36 +69,65 @@ def main(argv: list[str] | None = None) -> int:
     initial = min(1000, a.steps // 10)
     agent_cfg = AgentConfig(algo=a.agent)
     random_ret = float(evaluate_returns(a.env, None, a.eval_episodes).mean())
-    learned, oracle, walls_l, walls_o = [], [], [], []
-    for seed in range(a.seeds):
+    if not a.combine:
+        for seed in range(a.first_seed, a.first_seed + a.seeds):
+            run_seed(a, agent_cfg, out, seed, initial)
+    res = combine(out, random_ret)
+    res.update(env=a.env, agent=a.agent, teacher=a.teacher, labels=a.labels, steps=a.steps,
+               wall_s=time.perf_counter() - t_all)  # fmt: skip
+    write_json(out / "result.json", res)
+    print(json.dumps(res))
+    return 0
+
+
+def run_seed(a: argparse.Namespace, agent_cfg: AgentConfig, out: Path, seed: int, initial: int) -> None:
+    """Run one seed (learned and/or oracle), writing ``seed<k>-<side>.json`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    if a.only in ("both", "learned"):
         cfg = TrainConfig(seed=seed, teacher=a.teacher, run_dir=str(out / f"learned-seed{seed}"), force=True,
-                          progress=False, eval_episodes=a.eval_episodes, agent=agent_cfg, threads=a.threads)  # fmt: skip
+                          progress=False, eval_episodes=a.eval_episodes, agent=agent_cfg,
+                          threads=a.threads)  # fmt: skip
         cfg.env.id = a.env
         cfg.loop.total_steps, cfg.loop.total_labels = a.steps, a.labels
         cfg.loop.iterations, cfg.loop.initial_steps = a.iterations, initial
         rep = train(cfg)
-        learned.append(rep["true_return"])
-        walls_l.append(rep["train_wall_s"])
-        ret, wall = oracle_run(agent_cfg, a.env, a.steps, seed, out / f"oracle-seed{seed}", a.eval_episodes, initial)
-        oracle.append(ret)
-        walls_o.append(wall)
-        print(f"seed {seed}: learned {learned[-1]:.1f} ({walls_l[-1]:.0f}s)  oracle {ret:.1f} ({wall:.0f}s)  "
-              f"random {random_ret:.1f}", file=sys.stderr, flush=True)  # fmt: skip
-    oracle_mean = float(np.mean(oracle))
+        res = {"return": rep["true_return"], "wall_s": rep["train_wall_s"], "labels": rep["labels_used"]}
+        write_json(out / f"seed{seed}-learned.json", res)
+        print(f"seed {seed}: learned {rep['true_return']:.1f}", file=sys.stderr, flush=True)
+    if a.only in ("both", "oracle"):
+        ret, wall = oracle_run(
+            agent_cfg, a.env, a.steps, seed, out / f"oracle-seed{seed}", a.eval_episodes, initial
+        )
+        write_json(out / f"seed{seed}-oracle.json", {"return": ret, "wall_s": wall})
+        print(f"seed {seed}: oracle {ret:.1f}", file=sys.stderr, flush=True)
+
+
+def combine(out: Path, random_ret: float) -> dict[str, object]:
+    """Scores from every ``seed<k>-learned.json`` / ``seed<k>-oracle.json`` in ``out``."""
+
+    def load(side: str) -> dict[int, dict[str, float]]:
+        return {
+            int(p.name[4:].split("-")[0]): json.loads(p.read_text())
+            for p in sorted(out.glob(f"seed*-{side}.json"))
+        }
+
+    learned, oracle = load("learned"), load("oracle")
+    if not learned or not oracle:
+        raise SystemExit(f"{out}: need at least one learned and one oracle result to score")
+    oracle_mean = float(np.mean([o["return"] for o in oracle.values()]))
     denom = oracle_mean - random_ret
-    scores = [(r - random_ret) / denom if denom != 0 else float("nan") for r in learned]
-    result = {
-        "env": a.env, "agent": a.agent, "teacher": a.teacher, "labels": a.labels, "steps": a.steps,
-        "seeds": a.seeds, "median_normalized_score": float(np.median(scores)), "scores": scores,
-        "learned_returns": learned, "oracle_returns": oracle, "learned_return": float(np.mean(learned)),
+    seeds = sorted(learned)
+    scores = [(learned[s]["return"] - random_ret) / denom if denom != 0 else float("nan") for s in seeds]
+    wall_l = float(np.mean([v["wall_s"] for v in learned.values()]))
+    wall_o = float(np.mean([v["wall_s"] for v in oracle.values()]))
+    return {
+        "seeds": seeds, "median_normalized_score": float(np.median(scores)), "scores": scores,
+        "learned_returns": [learned[s]["return"] for s in seeds],
+        "oracle_returns": [oracle[s]["return"] for s in sorted(oracle)],
+        "learned_return": float(np.mean([learned[s]["return"] for s in seeds])),
         "oracle_return": oracle_mean, "random_return": random_ret,
-        "learned_train_wall_s": float(np.mean(walls_l)), "oracle_train_wall_s": float(np.mean(walls_o)),
-        "wall_ratio": float(np.mean(walls_l) / np.mean(walls_o)), "wall_s": time.perf_counter() - t_all,
+        "learned_train_wall_s": wall_l, "oracle_train_wall_s": wall_o, "wall_ratio": wall_l / wall_o,
     }  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "result.json", result)
-    print(json.dumps(result))
-    return 0
 
 
 if __name__ == "__main__":

@@ -63,7 +63,9 @@ def test_replay_buffer_npz_roundtrip(tmp_path) -> None:  # type: ignore[no-untyp
     other, _ = _sac(50)
     load_replay_buffer(other.replay_buffer, path)
     assert other.replay_buffer.pos == agent.replay_buffer.pos
-    np.testing.assert_array_equal(other.replay_buffer.observations[:100], agent.replay_buffer.observations[:100])
+    np.testing.assert_array_equal(
+        other.replay_buffer.observations[:100], agent.replay_buffer.observations[:100]
+    )
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="bad.npz"):
         load_replay_buffer(other.replay_buffer, tmp_path / "bad.npz")
@@ -71,10 +73,10 @@ def test_replay_buffer_npz_roundtrip(tmp_path) -> None:  # type: ignore[no-untyp
 
 def test_sac_on_discrete_actions_is_a_clear_error() -> None:
     venv = make_vec_env("CartPole-v1")
-    with pytest.raises(ValueError, match="continuous.*Discrete"):
+    with pytest.raises(ValueError, match=r"continuous.*Discrete"):
         make_agent(AgentConfig(algo="sac"), venv)
 
 
 def test_unknown_env_id_suggests_close_match() -> None:
-    with pytest.raises(ValueError, match="Pendulum-v1"):
+    with pytest.raises(ValueError, match=r"Pendulum-v1"):
         make_vec_env("Pendulum-v9")

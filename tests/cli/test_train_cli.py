@@ -11,10 +11,16 @@ from prefrl.cli import train as train_cli
 from prefrl.cli.main import main
 
 
-def test_print_config_with_config_file_and_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_print_config_with_config_file_and_override(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["train", "--print-config", "--loop.total-labels", "7"]) == 0
     cfg = json.loads(capsys.readouterr().out)
-    assert cfg["env"]["id"] == "Pendulum-v1" and cfg["agent"]["algo"] == "sac" and cfg["loop"]["total_labels"] == 7
+    assert (
+        cfg["env"]["id"] == "Pendulum-v1"
+        and cfg["agent"]["algo"] == "sac"
+        and cfg["loop"]["total_labels"] == 7
+    )
     cfg["loop"]["total_labels"] = 33
     cfg["agent"]["algo"] = "td3"
     (tmp_path / "c.json").write_text(json.dumps(cfg))
@@ -27,7 +33,8 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     text = capsys.readouterr().out
-    for opt in ["--loop.transition-oversampling", "--loop.comparison-queue-size", "--loop.initial-comparison-frac",
+    for opt in ["--loop.transition-oversampling", "--loop.comparison-queue-size",
+                "--loop.initial-comparison-frac",
                 "--loop.initial-epoch-multiplier", "--loop.exploration-frac", "--trajectory-path",
                 "--save-preferences", "--agent-path", "--loop.active-selection-oversampling",
                 "--loop.uncertainty-measure", "--loop.allow-variable-horizon", "--loop.checkpoint-interval",
@@ -52,8 +59,9 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert message in capsys.readouterr().err
 
 
-def test_existing_run_dir_needs_force_and_resume_needs_same_config(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_existing_run_dir_needs_force_and_resume_needs_same_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / "keep.txt").write_text("precious")

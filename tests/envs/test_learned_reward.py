@@ -33,7 +33,8 @@ def test_vec_wrapper_one_batched_call_per_step_and_true_reward_in_info() -> None
     wrapped_inner.seed(0)
     reward = CountingReward(_net(wrapped_inner), normalize=False)
     venv = LearnedRewardVecEnv(wrapped_inner, reward)
-    obs_p, obs_w = plain.reset(), venv.reset()
+    plain.reset()
+    obs_w = venv.reset()
     rng = np.random.default_rng(0)
     for t in range(210):  # crosses the 200-step time limit: terminal observations matter
         acts = rng.uniform(-2, 2, size=(n, 1)).astype(np.float32)
@@ -58,7 +59,9 @@ def test_normalised_rewards_have_unit_scale() -> None:
 
 
 def test_gym_wrapper_matches_net_and_keeps_true_reward() -> None:
-    env = LearnedRewardWrapper(gym.make("Pendulum-v1"), LearnedReward(_net(gym.make("Pendulum-v1")), normalize=False))
+    env = LearnedRewardWrapper(
+        gym.make("Pendulum-v1"), LearnedReward(_net(gym.make("Pendulum-v1")), normalize=False)
+    )
     ref = gym.make("Pendulum-v1")
     obs, _ = env.reset(seed=1)
     ref.reset(seed=1)

@@ -104,7 +104,9 @@ def test_ppo_loop_and_offline_mode() -> None:
     loop.run()
     assert len(loop.dataset) == 4 and loop.agent.num_timesteps >= 400
     trajs = collect_episodes(make_env("Pendulum-v1"), n_episodes=3, seed=0)
-    net = MLPReward(trajs_space := make_env("Pendulum-v1").observation_space, make_env("Pendulum-v1").action_space)
+    net = MLPReward(
+        trajs_space := make_env("Pendulum-v1").observation_space, make_env("Pendulum-v1").action_space
+    )
     assert trajs_space is not None
     off = PreferenceLoop(LoopConfig(total_labels=10, iterations=2, fragment_length=20), net,
                          RewardTrainer(net, RewardTrainerConfig(epochs=2)), SyntheticTeacher("oracle"),

@@ -28,14 +28,19 @@ def _cli(*args: str) -> list[str]:
 
 def test_kill_and_resume_loses_no_label(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    proc = subprocess.Popen(_cli("--run-dir", str(run), *ARGS), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _cli("--run-dir", str(run), *ARGS), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     latest = run / "checkpoints" / "LATEST"
     deadline = time.time() + 300
     try:
         while time.time() < deadline and proc.poll() is None:
             if latest.exists() and (run / "checkpoints" / "labels.json").exists():
                 state = (run / "checkpoints" / "labels.json").read_text()
-                if '"labels": ' in state and int(state.split('"labels": ')[1].split(",")[0].split("}")[0]) >= 4:
+                if (
+                    '"labels": ' in state
+                    and int(state.split('"labels": ')[1].split(",")[0].split("}")[0]) >= 4
+                ):
                     break
             time.sleep(0.05)
         assert proc.poll() is None, f"training ended before it could be killed: {proc.stderr.read()!r}"  # type: ignore[union-attr]

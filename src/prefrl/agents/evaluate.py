@@ -28,7 +28,9 @@ def evaluate_returns(
     env = make_env(env_id, env_kwargs, render=video_dir is not None)
     policy = None if agent is None else (lambda o: agent.predict(o, deterministic=deterministic)[0])
     try:
-        batch = collect_episodes(env, n_episodes=n_episodes, policy=policy, seed=seed, render=video_dir is not None)
+        batch = collect_episodes(
+            env, n_episodes=n_episodes, policy=policy, seed=seed, render=video_dir is not None
+        )
     finally:
         env.close()
     if video_dir is not None:

@@ -91,7 +91,11 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool
 
 
 def make_vec_env(
-    env_id: str, n_envs: int = 1, env_kwargs: dict[str, Any] | None = None, seed: int = 0, render: bool = False
+    env_id: str,
+    n_envs: int = 1,
+    env_kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
+    render: bool = False,
 ) -> VecEnv:
     """``n_envs`` copies in a ``DummyVecEnv``, seeded ``seed, seed+1, ...``."""
     check_env_id(env_id)
@@ -125,7 +129,9 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts
         "policy_kwargs": {"net_arch": list(config.net_arch)},
     }
     if config.off_policy:
-        kwargs.update(batch_size=config.batch_size, buffer_size=config.buffer_size, learning_starts=learning_starts)
+        kwargs.update(
+            batch_size=config.batch_size, buffer_size=config.buffer_size, learning_starts=learning_starts
+        )
     else:
         kwargs.update(n_steps=config.n_steps)
         if config.algo == "ppo":

@@ -87,7 +87,8 @@ class RewardNetConfig:
     def build(self, obs_space: Any, act_space: Any) -> RewardNet:
         return MLPReward(
             obs_space, act_space, hidden=tuple(self.hidden), ensemble_size=self.ensemble_size,
-            use_obs=self.use_obs, use_act=self.use_act, use_next_obs=self.use_next_obs, use_done=self.use_done,
+            use_obs=self.use_obs, use_act=self.use_act, use_next_obs=self.use_next_obs,
+            use_done=self.use_done,
         )  # fmt: skip
 
 
@@ -187,7 +188,9 @@ def parse_args(argv: list[str]) -> TrainConfig:
     default = TrainConfig()
     resume, cfg_file = _flag_value(argv, "--resume"), _flag_value(argv, "--config")
     if resume is not None:
-        default = config_from_dict(read_json(Path(resume) / "config.json", "run config"), f"{resume}/config.json")
+        default = config_from_dict(
+            read_json(Path(resume) / "config.json", "run config"), f"{resume}/config.json"
+        )
     elif cfg_file is not None:
         default = config_from_dict(read_json(Path(cfg_file), "config file"), cfg_file)
     cfg = tyro.cli(TrainConfig, default=default, args=argv, prog="prefrl train")
@@ -230,7 +233,8 @@ def prepare_run_dir(cfg: TrainConfig) -> Path:
     if run.exists() and any(run.iterdir()):
         if not cfg.force:
             raise FileExistsError(
-                f"run directory {run} already exists; pass --force to overwrite it or --resume {run} to continue"
+                f"run directory {run} already exists; pass --force to overwrite it "
+                f"or --resume {run} to continue"
             )
         shutil.rmtree(run)
     run.mkdir(parents=True, exist_ok=True)
@@ -276,7 +280,9 @@ def build_run(cfg: TrainConfig) -> Run:
         loop = PreferenceLoop(loop_cfg, net, trainer, teacher, trajectories=trajs, run_dir=run, logger=logger,
                               callbacks=callbacks, config_hash=_hash(cfg))  # fmt: skip
         return Run(loop, run, logger, env_kwargs)
-    recorder = TrajectoryRecorder(make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human)
+    recorder = TrajectoryRecorder(
+        make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human
+    )
     reward = LearnedReward(net)
     venv = LearnedRewardVecEnv(recorder, reward)
     if cfg.agent_path is not None:
@@ -298,10 +304,12 @@ def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int =
         parts = [collect_episodes(env, n_steps=2000, seed=cfg.seed + 99)]
         if agent is not None:
             parts.append(collect_episodes(env, n_steps=2000, seed=cfg.seed + 98,
-                                          policy=lambda o: agent.predict(o, deterministic=False)[0]))  # fmt: skip
+                                          policy=lambda o: agent.predict(o)[0]))  # fmt: skip
         batch = TrajectoryBatch.concat(parts)
         rng = np.random.default_rng(cfg.seed + 5)
-        frags, _ = sample_fragments(batch, 2 * n_pairs, min(cfg.loop.fragment_length, int(batch.lengths.max())), rng)
+        frags, _ = sample_fragments(
+            batch, 2 * n_pairs, min(cfg.loop.fragment_length, int(batch.lengths.max())), rng
+        )
         pairs = random_pairs(len(frags), n_pairs, rng)
         labels = SyntheticTeacher("oracle").label(frags, pairs)
         return float(evaluate_preferences(net, frags, pairs, labels)["accuracy"])
@@ -365,7 +373,10 @@ def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
 def format_report(rep: dict[str, Any]) -> str:
     lines = ["", "=== prefrl train: report ==="]
     if "true_return" in rep:
-        lines.append(f"true return of final policy : {rep['true_return']:.1f} (random policy: {rep['random_return']:.1f})")
+        lines.append(
+            f"true return of final policy : {rep['true_return']:.1f} "
+            f"(random policy: {rep['random_return']:.1f})"
+        )
     if "fresh_agent_true_return" in rep:
         lines.append(f"fresh agent on final reward : {rep['fresh_agent_true_return']:.1f}")
     acc = rep.get("reward_accuracy")

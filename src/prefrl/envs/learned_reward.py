@@ -81,7 +81,9 @@ class LearnedReward:
         mean, _ = self.net.predict(obs, acts, next_obs, dones)
         return mean.astype(np.float32)
 
-    def __call__(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(
+        self, obs: Any, acts: Any, next_obs: Any, dones: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(rewards for the agent, raw learned rewards)``, both ``[*lead]``."""
         if self.intrinsic is not None:
             return self.intrinsic(next_obs), self.raw(obs, acts, next_obs, dones)

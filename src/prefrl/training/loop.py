@@ -40,7 +40,7 @@ from prefrl.agents.sb3 import (
     write_buffer_rewards,
 )
 from prefrl.data.dataset import PreferenceDataset
-from prefrl.data.fragments import Fragments, sample_fragments
+from prefrl.data.fragments import sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.learned_reward import LearnedReward
 from prefrl.rewards.io import load_reward_net, save_reward_net
@@ -314,7 +314,9 @@ class PreferenceLoop:
         c = self.config
         self._check_horizon(batch)
         if c.exploration_frac > 0 and self.side_env is not None:
-            n_rand = max(c.fragment_length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)))
+            n_rand = max(
+                c.fragment_length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac))
+            )
             batch = TrajectoryBatch.concat([batch, self._policy_rollouts(n_rand, random=True)])
         n_cand = n_queries * (c.active_selection_oversampling if c.active_selection else 1)
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
@@ -335,7 +337,11 @@ class PreferenceLoop:
         labels = self.teacher.label(frags, pairs)  # type: ignore[union-attr]
         rep = self.dataset.add(frags, pairs, labels)
         self._after_labels(rep.added)
-        return {"labels/asked": float(k), "labels/answered": float(rep.added), "labels/skipped": float(rep.skipped)}
+        return {
+            "labels/asked": float(k),
+            "labels/answered": float(rep.added),
+            "labels/skipped": float(rep.skipped),
+        }
 
     def _poll(self) -> int:
         """Add the answers an async teacher has ready; returns how many were added."""
@@ -481,7 +487,11 @@ class PreferenceLoop:
         self.dataset = PreferenceDataset.load(prefs if prefs.exists() else path / "preferences.npz")
         self.dataset.max_size = self.config.comparison_queue_size
         s = self.state
-        s.iteration, s.env_steps, s.started = int(state["iteration"]), int(state["env_steps"]), bool(state["started"])
+        s.iteration, s.env_steps, s.started = (
+            int(state["iteration"]),
+            int(state["env_steps"]),
+            bool(state["started"]),
+        )
         s.wall_s, s.history = float(state["wall_s"]), list(state["history"])
         s.queries_asked = int(state["queries_asked"])
         labels_state = self.ckpt.read_labels_state()
@@ -489,7 +499,9 @@ class PreferenceLoop:
             s.queries_asked = max(s.queries_asked, int(labels_state["queries_asked"]))
         self.rng.bit_generator.state = state["rng"]
         n_ckpt = len(PreferenceDataset.load(path / "preferences.npz"))
-        self._labels_since_train = int(state.get("labels_since_train", 0)) + max(0, len(self.dataset) - n_ckpt)
+        self._labels_since_train = int(state.get("labels_since_train", 0)) + max(
+            0, len(self.dataset) - n_ckpt
+        )
         if self.agent is not None:
             if agent_loader is None:
                 raise ValueError("resuming an agent run needs an agent_loader")
