@@ -67,7 +67,7 @@ def test_replay_buffer_npz_roundtrip(tmp_path) -> None:  # type: ignore[no-untyp
         other.replay_buffer.observations[:100], agent.replay_buffer.observations[:100]
     )
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
-    with pytest.raises(ValueError, match="bad.npz"):
+    with pytest.raises(ValueError, match=r"bad\.npz"):
         load_replay_buffer(other.replay_buffer, tmp_path / "bad.npz")
 
 
