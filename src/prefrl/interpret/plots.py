@@ -34,11 +34,12 @@ def new_figure(width: float, height: float) -> Figure:
     return fig
 
 
-def save_figure(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as PNG to ``path`` (parents created)."""
+def save_figure(fig: Figure, path: str | Path, tight: bool = True) -> Path:
+    """Write ``fig`` as PNG to ``path`` (parents created), after ``tight_layout`` if ``tight``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, format="png")
     return path
 
@@ -127,6 +128,7 @@ def plot_gridworld_heatmaps(
     n = len(rewards)
     fig = new_figure(14, 2.8 * n + 0.3)
     arrows = np.array([[0, 1], [1, 0], [0, -1], [-1, 0]], float)  # (dx, dy) for up, right, down, left
+    bars = []  # (last axes of the row, image) -> one shared colour scale per row
     for i, (name, rew) in enumerate(rewards.items()):
         r = gridworld_state_action_rewards(rew, env)  # [A, H, W]
         finite = r[np.isfinite(r)]
@@ -151,8 +153,12 @@ def plot_gridworld_heatmaps(
             ax.set_xticks([])
             ax.set_yticks([])
             ax.set_title(f"{name}: {ACTION_NAMES[a] if a < 4 else 'max, argmax'}", fontsize=8)
-            fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    return save_figure(fig, path)
+        bars.append((ax, im))
+    fig.subplots_adjust(left=0.01, right=0.93, top=0.93, bottom=0.03, wspace=0.05, hspace=0.25)
+    for ax, im in bars:
+        pos = ax.get_position()
+        fig.colorbar(im, cax=fig.add_axes((0.945, pos.y0, 0.012, pos.height)))
+    return save_figure(fig, path, tight=False)
 
 
 # ---------------------------------------------------------------- slices
