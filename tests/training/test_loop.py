@@ -124,3 +124,23 @@ def test_variable_horizon_needs_opt_out() -> None:
     loop = build(cfg, algo="ppo", env_id="CartPole-v1")
     loop.run()
     assert len(loop.dataset) == 4
+
+
+@pytest.mark.slow
+def test_sac_on_learned_reward_beats_random_on_true_reward() -> None:
+    from prefrl.agents.evaluate import evaluate_returns
+
+    cfg = LoopConfig(total_steps=8000, total_labels=20, iterations=8, initial_steps=1000, fragment_length=50,
+                     initial_epoch_multiplier=5.0)  # fmt: skip
+    rec = TrajectoryRecorder(make_vec_env("Pendulum-v1", 1, seed=0))
+    net = MLPReward(rec.observation_space, rec.action_space, hidden=(64, 64), ensemble_size=3)
+    reward = LearnedReward(net)
+    agent = make_agent(AgentConfig(), LearnedRewardVecEnv(rec, reward), learning_starts=1000)
+    trainer = RewardTrainer(net, RewardTrainerConfig(epochs=50, l2_init=0.0))
+    loop = PreferenceLoop(cfg, net, trainer, SyntheticTeacher("oracle"), agent=agent, recorder=rec,
+                          reward=reward, side_env=make_env("Pendulum-v1"))  # fmt: skip
+    loop.run()
+    learned = evaluate_returns("Pendulum-v1", loop.agent, 5).mean()
+    random = evaluate_returns("Pendulum-v1", None, 5).mean()
+    assert learned > random + 300, (learned, random)
+    assert loop.state.history[-1]["reward/pearson_true"] > 0.5
