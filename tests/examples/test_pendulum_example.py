@@ -24,6 +24,7 @@ def test_pendulum_example_smoke(tmp_path: Path) -> None:
     assert rep["labels_used"] == 4 and rep["env_steps"] == 600
     for name in ["config.json", "reward.safetensors", "preferences.npz", "metrics.csv", "policy.zip", "tb"]:
         assert (run / name).exists(), name
-    png = subprocess.run([sys.executable, str(ROOT / "examples/pendulum_plot.py"), str(run), str(tmp_path / "c.png")],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert png.returncode == 0, png.stderr and (tmp_path / "c.png").stat().st_size > 1000
+    plot = [sys.executable, str(ROOT / "examples/pendulum_plot.py"), str(run), str(tmp_path / "c.png")]
+    png = subprocess.run(plot, capture_output=True, text=True, timeout=120)
+    assert png.returncode == 0, png.stderr
+    assert (tmp_path / "c.png").stat().st_size > 1000
