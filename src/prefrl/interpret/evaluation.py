@@ -185,6 +185,8 @@ def canonicalize(
         raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
     fn = as_reward_fn(reward)
     n, ms = len(cov), obs_len(cov.mean_obs)
+    if not isinstance(cov.obs, dict) and np.ndim(cov.obs) >= 4:  # images: keep each forward pass small
+        chunk = min(chunk, 4096)
     g = mean_next_reward(fn, obs_concat([cov.next_obs, cov.obs, cov.mean_obs]), cov, chunk)
     g_next, g_s, g_mean = g[:n], g[n : 2 * n], g[2 * n :]
     const = float(g_mean @ _weights(cov.mean_obs_weights, ms, "mean_obs_weights"))
