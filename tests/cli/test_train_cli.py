@@ -75,3 +75,26 @@ def test_existing_run_dir_needs_force_and_resume_needs_same_config(
     (run / "config.json").write_text("{not json")
     assert main(["train", "--resume", str(run)]) == 2
     assert "corrupt run config" in capsys.readouterr().err
+
+
+def test_rollouts_then_offline_reward_learning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rollouts", "--out", str(tmp_path / "t.npz"), "--episodes", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"] == 400
+    run = tmp_path / "off"
+    args = [
+        "--trajectory-path",
+        str(tmp_path / "t.npz"),
+        "--loop.total-labels",
+        "40",
+        "--loop.iterations",
+        "2",
+    ]
+    assert main(["train", "--run-dir", str(run), "--no-progress", *args]) == 0
+    rep = json.loads((run / "report.json").read_text())
+    assert rep["labels_used"] == 40 and "policy" not in rep["files"]
+    assert rep["reward_accuracy"] > 0.7  # the learned reward ranks fresh clips like the true one
+
+
+def test_evaluate_needs_a_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluate", str(tmp_path)]) == 2
+    assert "config.json" in capsys.readouterr().err

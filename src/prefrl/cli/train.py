@@ -356,6 +356,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         "tensorboard": str(r.run_dir / "tb"), "policy": str(r.run_dir / "policy.zip"),
         "checkpoints": str(r.run_dir / "checkpoints"),
     }  # fmt: skip
+    if loop.agent is None:
+        del report["files"]["policy"]
     write_json(r.run_dir / "report.json", report)
     return report
 
