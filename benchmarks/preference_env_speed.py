@@ -90,6 +90,7 @@ def main(args: Args) -> dict:
         "load_avg_1min": os.getloadavg()[0],
         "runs": [measure(n, args) for n in args.num_envs],
     }
+    print(json.dumps(result), flush=True)  # the speed figure, in case learning is cut short
     if args.learn_steps:
         script = Path(__file__).resolve().parents[1] / "examples" / "moving_dot_custom_loop.py"
         out = subprocess.run(
