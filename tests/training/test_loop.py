@@ -144,3 +144,12 @@ def test_sac_on_learned_reward_beats_random_on_true_reward() -> None:
     random = evaluate_returns("Pendulum-v1", None, 5).mean()
     assert learned > random + 300, (learned, random)
     assert loop.state.history[-1]["reward/pearson_true"] > 0.5
+
+
+def test_pretraining_exploration_mixing_and_active_selection() -> None:
+    cfg = LoopConfig(total_steps=900, total_labels=6, iterations=2, initial_steps=200, pretrain_steps=200,
+                     fragment_length=20, exploration_frac=0.3, active_selection=True)  # fmt: skip
+    loop = build(cfg)
+    loop.run()
+    assert len(loop.dataset) == 6 and loop.env_steps == 900
+    assert loop.reward.intrinsic is None  # back to the learned reward after pre-training
