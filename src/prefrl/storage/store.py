@@ -1,12 +1,15 @@
 """The query store: runs, clips, queries, labels and labellers in one SQL database.
 
-A SQLite file by default (WAL journal, ``synchronous=FULL``, every write transaction
-``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing), or any SQLAlchemy
-URL (``postgresql://…``) for shared deployments. Clip files live in a folder beside the
-database. The trainer (:class:`~prefrl.teachers.human.StoreTeacher`) and the labelling
-web app (:mod:`prefrl.web`) talk to each other only through this store, so they can run
-as separate processes, and either can be killed and restarted without losing a label:
-a label is committed before its HTTP request is answered.
+A SQLite file by default (WAL journal, every write transaction ``BEGIN IMMEDIATE`` so
+concurrent writers queue instead of failing; writes of one process also queue on a lock,
+which hands over at once instead of SQLite's sleep-and-retry; labels are committed with
+``synchronous=FULL``, i.e. fsynced, while leases, which a crash may lose harmlessly, are
+not), or any SQLAlchemy URL (``postgresql+psycopg://…``) for shared deployments. Clip
+files live in a folder beside the database. The trainer
+(:class:`~prefrl.teachers.human.StoreTeacher`) and the labelling web app (:mod:`prefrl.web`)
+talk to each other only through this store, so they can run as separate processes, and
+either can be killed and restarted without losing a label: a label is committed before
+its HTTP request is answered.
 
 Example:
     >>> import tempfile, os
@@ -20,9 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,9 +124,17 @@ class QueryStore:
     Args:
         store: a SQLite file path or a SQLAlchemy URL.
         clip_dir: the clip folder; defaults to ``<sqlite file>.clips`` (required for other URLs).
+        count_ttl_s: how long :meth:`counts` may reuse its count of open queries (counting
+            tens of thousands of rows on every request is what limits a busy server);
+            labels given through this store object update it at once.
     """
 
-    def __init__(self, store: str | Path, clip_dir: str | Path | None = None) -> None:
+    TOKEN_TTL_S = 10.0
+    """Known tokens are remembered this long (their expiry is still checked every time)."""
+
+    def __init__(
+        self, store: str | Path, clip_dir: str | Path | None = None, count_ttl_s: float = 1.0
+    ) -> None:
         self.url, self.clip_dir = resolve_store(store, clip_dir)
         self.where = make_url(self.url).render_as_string(hide_password=True)
         self.is_sqlite = make_url(self.url).get_backend_name() == "sqlite"
@@ -130,6 +142,13 @@ class QueryStore:
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
         self.engine = sa.create_engine(self.url, **kwargs)
+        # SQLite has one writer at a time: threads of this process queue here (FIFO hand-over)
+        # rather than in SQLite's busy handler, which sleeps up to 100 ms between retries
+        self._write_lock: AbstractContextManager[Any] = threading.Lock() if self.is_sqlite else nullcontext()
+        self.count_ttl_s = count_ttl_s
+        self._cache_lock = threading.Lock()
+        self._open_counts: dict[int | None, tuple[float, int]] = {}  # run id (None: all) -> (time, count)
+        self._tokens: dict[str, tuple[float, User, float | None]] = {}  # hash -> (time, user, expires)
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_connect)
             event.listen(self.engine, "begin", _sqlite_begin)
@@ -140,10 +159,17 @@ class QueryStore:
 
     # ------------------------------------------------------------ plumbing
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on exit."""
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
+    def write(self, durable: bool = True) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on exit.
+
+        ``durable=False`` (SQLite): the commit is not fsynced (``synchronous=NORMAL``); a power
+        cut may undo it, a killed process never does. The next durable commit syncs it too.
+        """
+        with self._write_lock, self.engine.connect() as conn:
+            if not durable:
+                conn = conn.execution_options(prefrl_durable=False)
+            with conn.begin():
+                yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -272,6 +298,8 @@ class QueryStore:
             c.execute(
                 sa.update(S.clips).where(S.clips.c.id.in_(victims)).values(video=None, arrays=None, bytes=0)
             )
+        with self._cache_lock:
+            self._open_counts.clear()
         for n in names:
             for ext in (VIDEO_EXT, ".npz"):
                 (self.clip_dir / (n + ext)).unlink(missing_ok=True)
@@ -298,6 +326,7 @@ class QueryStore:
                     consumed=False,
                 )  # fmt: skip
                 ids.append(int(c.execute(q).inserted_primary_key[0]))
+        self._count_changed(run_id, None)
         return ids
 
     def _servable(self, now: float, run_id: int | None) -> list[Any]:
@@ -318,7 +347,8 @@ class QueryStore:
         mine = sa.select(S.labels.c.query_id).where(S.labels.c.user_id == user_id)
         free = sa.or_(q.lease_until.is_(None), q.lease_until < now, q.lease_user == user_id)
         cols = (q.id, q.run_id, q.left_clip, q.right_clip)
-        with self.write() as c:
+        # a lease is not worth an fsync: if a crash undoes it, the query is simply shown again
+        with self.write(durable=False) as c:
             # the query this labeller already holds (e.g. the page was reloaded), else the best free one
             row = c.execute(
                 sa.select(*cols).where(
@@ -340,35 +370,80 @@ class QueryStore:
                 .where(q.id == row.id)
                 .values(lease_user=user_id, lease_until=now + lease_s)
             )
-            pair = [row.left_clip, row.right_clip]
-            clips = dict(
-                c.execute(sa.select(S.clips.c.id, S.clips.c.video).where(S.clips.c.id.in_(pair))).all()
-            )
-            instruction = c.execute(sa.select(S.runs.c.instruction).where(S.runs.c.id == row.run_id)).scalar()
+
+            def video(clip: int) -> Any:
+                return sa.select(S.clips.c.video).where(S.clips.c.id == clip).scalar_subquery()
+
+            info = c.execute(
+                sa.select(
+                    S.runs.c.instruction,
+                    video(row.left_clip).label("left"),
+                    video(row.right_clip).label("right"),
+                ).where(S.runs.c.id == row.run_id)
+            ).one()
         return {
-            "query_id": row.id, "run_id": row.run_id, "instruction": instruction or "",
-            "left_video": clips[row.left_clip], "right_video": clips[row.right_clip],
+            "query_id": row.id, "run_id": row.run_id, "instruction": info.instruction or "",
+            "left_video": info.left, "right_video": info.right,
         }  # fmt: skip
 
     def queue_length(self, user_id: int | None = None, run_id: int | None = None) -> int:
-        """Open, unexpired queries (for ``user_id``: those it has not answered)."""
-        now = time.time()
+        """Open, unexpired queries (for ``user_id``: those it has not answered). Exact."""
+        with self.read() as c:
+            return self._queue_length(c, user_id, run_id, time.time(), cached=False)
+
+    def counts(self, user_id: int, run_id: int | None = None) -> tuple[int, int]:
+        """``(labels given by user_id, queue length for it)`` in one read, for the web app.
+
+        The open-query count is reused for up to ``count_ttl_s`` seconds (queries added or
+        expired by other processes show up that much later); everything else is exact.
+        """
+        with self.read() as c:
+            stmt = sa.select(sa.func.count()).select_from(S.labels).where(S.labels.c.user_id == user_id)
+            labelled = int(c.execute(stmt).scalar() or 0)
+            return labelled, self._queue_length(c, user_id, run_id, time.time(), cached=True)
+
+    def _queue_length(
+        self, c: Connection, user_id: int | None, run_id: int | None, now: float, cached: bool
+    ) -> int:
+        n = self._open_count(c, run_id, now, cached)
+        if user_id is not None:  # minus the open ones it answered (queries that need several labels)
+            q = S.queries.c
+            answered_open = sa.exists().where(q.id == S.labels.c.query_id, *self._servable(now, run_id))
+            stmt = (
+                sa.select(sa.func.count())
+                .select_from(S.labels)
+                .where(S.labels.c.user_id == user_id, answered_open)
+            )  # driven by the user's labels, not by the (many) open queries
+            n -= int(c.execute(stmt).scalar() or 0)
+        return max(0, n)
+
+    def _open_count(self, c: Connection, run_id: int | None, now: float, cached: bool) -> int:
+        """Open, unexpired queries (of ``run_id``): counts that indexes answer."""
+        if cached:
+            with self._cache_lock:
+                hit = self._open_counts.get(run_id)
+            if hit is not None and 0 <= now - hit[0] < self.count_ttl_s:
+                return hit[1]
         q = S.queries.c
-        count = sa.select(sa.func.count())
-        with self.read() as c:  # counts that indexes answer: open, minus expired, minus answered by user
-            run = [q.run_id == run_id] if run_id is not None else []
-            n = c.execute(count.select_from(S.queries).where(q.status == "open", *run)).scalar() or 0
-            expired = [q.status == "open", q.expires.is_not(None), q.expires <= now, *run]
-            n -= c.execute(count.select_from(S.queries).where(*expired)).scalar() or 0
-            if user_id is not None:
-                done = count.select_from(S.labels.join(S.queries, q.id == S.labels.c.query_id))
-                n -= (
-                    c.execute(
-                        done.where(S.labels.c.user_id == user_id, *self._servable(now, run_id))
-                    ).scalar()
-                    or 0
-                )
-        return int(n)
+        count = sa.select(sa.func.count()).select_from(S.queries)
+        run = [q.run_id == run_id] if run_id is not None else []
+        n = int(c.execute(count.where(q.status == "open", *run)).scalar() or 0)
+        expired = [q.status == "open", q.expires.is_not(None), q.expires <= now, *run]
+        n -= int(c.execute(count.where(*expired)).scalar() or 0)
+        with self._cache_lock:
+            self._open_counts[run_id] = (now, n)
+        return n
+
+    def _count_changed(self, run_id: int, delta: int | None) -> None:
+        """Queries of ``run_id`` opened (+) or closed (-) here: adjust cached counts (None: drop them)."""
+        with self._cache_lock:
+            for key in (run_id, None):
+                hit = self._open_counts.get(key)
+                if hit is not None:
+                    if delta is None:
+                        del self._open_counts[key]
+                    else:
+                        self._open_counts[key] = (hit[0], hit[1] + delta)
 
     def pending(self, run_id: int) -> int:
         """Queries of ``run_id`` still waiting for labels (not expired)."""
@@ -387,9 +462,11 @@ class QueryStore:
         now = time.time()
         q = S.queries.c
         try:
-            with self.write() as c:
+            with self.write() as c:  # one transaction, fsynced before this returns
                 row = c.execute(
-                    sa.select(q.status, q.expires).where(q.id == query_id).with_for_update()
+                    sa.select(q.run_id, q.status, q.expires, q.n_labels, q.labels_needed)
+                    .where(q.id == query_id)
+                    .with_for_update()
                 ).first()
                 if row is None:
                     raise UnknownQuery(f"no query with id {query_id}")
@@ -397,28 +474,21 @@ class QueryStore:
                     row.status == "open" and row.expires is not None and row.expires < now
                 ):
                     raise QueryClosed(f"query {query_id} has expired")
-                dup = c.execute(
-                    sa.select(S.labels.c.id).where(
-                        S.labels.c.query_id == query_id, S.labels.c.user_id == user_id
-                    )
-                ).first()
-                if dup is not None:
-                    raise AlreadyLabelled(f"you already answered query {query_id}")
+                # a second answer of the same labeller fails the (query, user) unique constraint
                 ins = sa.insert(S.labels).values(
                     query_id=query_id, user_id=user_id, answer=answer, response_ms=response_ms, created=now
                 )
                 label_id = int(c.execute(ins).inserted_primary_key[0])
-                done = q.n_labels + 1 >= q.labels_needed
-                c.execute(
-                    sa.update(S.queries).where(q.id == query_id).values(
-                        n_labels=q.n_labels + 1, lease_user=None, lease_until=None,
-                        status=sa.case((done, "answered"), else_=q.status),
-                        answered=sa.case((done, sa.func.coalesce(q.answered, now)), else_=q.answered),
-                    )
-                )  # fmt: skip
-                return label_id
-        except sa.exc.IntegrityError as e:  # a concurrent request of the same labeller won the race
+                closes = row.status == "open" and row.n_labels + 1 >= row.labels_needed
+                values: dict[str, Any] = dict(n_labels=q.n_labels + 1, lease_user=None, lease_until=None)
+                if closes:
+                    values.update(status="answered", answered=now)
+                c.execute(sa.update(S.queries).where(q.id == query_id).values(**values))
+        except sa.exc.IntegrityError as e:  # this labeller already answered it (perhaps just now)
             raise AlreadyLabelled(f"you already answered query {query_id}") from e
+        if closes:
+            self._count_changed(row.run_id, -1)
+        return label_id
 
     def take_answered(self, run_id: int, include_consumed: bool = False) -> list[Answered]:
         """Answered queries of ``run_id`` not yet consumed (all with ``include_consumed``); marks them."""
@@ -463,11 +533,21 @@ class QueryStore:
 
     def user_for_token(self, token: str) -> User | None:
         """The labeller holding ``token``; ``None`` if unknown or expired."""
-        with self.read() as c:
-            r = c.execute(sa.select(S.users).where(S.users.c.token_sha256 == hash_token(token))).first()
-        if r is None or (r.expires is not None and r.expires < time.time()):
-            return None
-        return User(r.id, r.name, bool(r.is_admin))
+        key, now = hash_token(token), time.time()
+        with self._cache_lock:
+            hit = self._tokens.get(key)
+        if hit is None or not 0 <= now - hit[0] < self.TOKEN_TTL_S:
+            with self.read() as c:
+                r = c.execute(sa.select(S.users).where(S.users.c.token_sha256 == key)).first()
+            if r is None:
+                return None
+            hit = (now, User(r.id, r.name, bool(r.is_admin)), r.expires)
+            with self._cache_lock:
+                if len(self._tokens) > 10_000:
+                    self._tokens.clear()
+                self._tokens[key] = hit
+        expires = hit[2]
+        return None if expires is not None and expires < now else hit[1]
 
     def users(self) -> list[User]:
         """Every labeller."""
@@ -523,5 +603,12 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
 
 
 def _sqlite_begin(conn: Connection) -> None:
-    read = conn.get_execution_options().get("prefrl_read", False)
-    conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+    opts = conn.get_execution_options()
+    if opts.get("prefrl_read", False):
+        conn.exec_driver_sql("BEGIN")
+        return
+    sync = "FULL" if opts.get("prefrl_durable", True) else "NORMAL"
+    if conn.info.get("prefrl_sync") != sync:  # per connection; applies to this transaction's commit
+        conn.exec_driver_sql(f"PRAGMA synchronous={sync}")
+        conn.info["prefrl_sync"] = sync
+    conn.exec_driver_sql("BEGIN IMMEDIATE")

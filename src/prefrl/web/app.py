@@ -132,7 +132,8 @@ def create_app(
     Admin = Annotated[User, Depends(admin_user)]
 
     def counts(user: User) -> dict[str, int]:
-        return {"labelled": store.labelled_count(user.id), "queue": store.queue_length(user.id, run_id)}
+        labelled, queue = store.counts(user.id, run_id)
+        return {"labelled": labelled, "queue": queue}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def label_page() -> str:
