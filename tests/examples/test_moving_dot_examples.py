@@ -21,7 +21,7 @@ def run_example(name: str, *args: str) -> dict:
 
 
 def test_custom_loop_example_runs() -> None:
-    res = run_example("moving_dot_custom_loop.py", "--total-timesteps", "1024", "--learned-after", "1")
+    res = run_example("moving_dot_custom_loop.py", "--total-timesteps", "2048", "--learned-after", "1")
     assert res["episodes"] >= 1 and res["preferences"] > 0
 
 
