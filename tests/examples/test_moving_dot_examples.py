@@ -20,6 +20,7 @@ def run_example(name: str, *args: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # 35 s on an idle 2-core machine: over the default suite's budget with the rest
 def test_custom_loop_example_runs() -> None:
     res = run_example("moving_dot_custom_loop.py", "--total-timesteps", "2048", "--learned-after", "1")
     assert res["episodes"] >= 1 and res["preferences"] > 0
