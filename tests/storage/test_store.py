@@ -1,4 +1,5 @@
-"""The query store over a real SQLite file: schema versions, labels, recovery, pruning."""
+"""The query store over a real SQLite file (and PostgreSQL when configured): schema versions,
+labels, recovery, pruning."""
 
 from __future__ import annotations
 
@@ -16,18 +17,24 @@ from prefrl.storage.store import (
     UnknownQuery,
 )
 from prefrl.teachers.human import StoreTeacher, combine_answers
+from tests.storage.backends import Backend
 from tests.storage.helpers import make_fragments
 
 
-def test_store_is_sqlite_wal_and_versioned(tmp_path) -> None:
+def test_store_is_sqlite_wal(tmp_path) -> None:
     store = QueryStore(tmp_path / "s.db")
     with store.read() as c:
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert c.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+
+
+def test_store_is_versioned(backend: Backend) -> None:
+    store = backend.open()
     with store.write() as c:
         c.execute(sa.update(S.meta).where(S.meta.c.key == "schema_version").values(value="999"))
     store.close()
     with pytest.raises(StoreVersionError, match=r"schema version 999.*reads version 1"):
-        QueryStore(tmp_path / "s.db")
+        backend.open()
 
 
 def test_not_a_store_gives_clear_errors(tmp_path) -> None:
@@ -39,10 +46,11 @@ def test_not_a_store_gives_clear_errors(tmp_path) -> None:
         QueryStore("postgresql://user:secret@localhost/labels")
 
 
-def test_fragments_round_trip_through_the_store(tmp_path) -> None:
+def test_fragments_round_trip_through_the_store(backend: Backend) -> None:
     frags = make_fragments(6)
-    t = StoreTeacher(tmp_path / "s.db")
+    t = backend.teacher()
     t.submit(frags, np.array([[0, 1], [4, 2]]))
+    t.flush()
     uid = t.store.users() or None
     user = t.store.user_for_token(t.store.add_user("ann"))
     assert uid is None and user is not None
@@ -57,26 +65,28 @@ def test_fragments_round_trip_through_the_store(tmp_path) -> None:
     assert got.episode[pairs].tolist() == [[0, 1], [4, 2]]
 
 
-def test_poll_returns_each_answer_once_and_all_again_after_restart(tmp_path) -> None:
-    t = StoreTeacher(tmp_path / "s.db", run="r1")
+def test_poll_returns_each_answer_once_and_all_again_after_restart(backend: Backend) -> None:
+    t = backend.teacher(run="r1")
     t.submit(make_fragments(4), np.array([[0, 1], [2, 3]]))
+    t.flush()
     user = t.store.user_for_token(t.store.add_user("ann"))
     t.store.add_label(1, user.id, "right", 1200)
     assert len(t.poll()[0][2]) == 1
     assert t.poll() == []
     t.store.add_label(2, user.id, "incomparable")
     del t
-    again = StoreTeacher(tmp_path / "s.db", run="r1")  # a restarted trainer
+    again = backend.teacher(run="r1")  # a restarted trainer
     [(_, _, new)] = again.poll()
     assert np.isnan(new).tolist() == [True]
     [(_, _, everything)] = again.poll(all=True)
     assert everything[0] == 0.0 and np.isnan(everything[1])
-    assert StoreTeacher(tmp_path / "s.db", run="other").poll(all=True) == []
+    assert backend.teacher(run="other").poll(all=True) == []
 
 
-def test_labels_are_never_overwritten_and_bad_answers_refused(tmp_path) -> None:
-    t = StoreTeacher(tmp_path / "s.db", labels_per_query=2, ttl_s=3600)
+def test_labels_are_never_overwritten_and_bad_answers_refused(backend: Backend) -> None:
+    t = backend.teacher(labels_per_query=2, ttl_s=3600)
     t.submit(make_fragments(2), np.array([[0, 1]]))
+    t.flush()
     a, b = (t.store.user_for_token(t.store.add_user(n)) for n in ("a", "b"))
     t.store.add_label(1, a.id, "left")
     assert t.pending() == 1  # needs a second labeller
@@ -90,18 +100,20 @@ def test_labels_are_never_overwritten_and_bad_answers_refused(tmp_path) -> None:
     assert t.pending() == 0 and t.poll()[0][2].tolist() == [1.0]
 
 
-def test_expired_queries_are_not_served_nor_labelled(tmp_path) -> None:
-    t = StoreTeacher(tmp_path / "s.db", ttl_s=-1.0)
+def test_expired_queries_are_not_served_nor_labelled(backend: Backend) -> None:
+    t = backend.teacher(ttl_s=-1.0)
     t.submit(make_fragments(2), np.array([[0, 1]]))
+    t.flush()
     user = t.store.user_for_token(t.store.add_user("a"))
     assert t.store.next_query(user.id) is None and t.pending() == 0
     with pytest.raises(QueryClosed):
         t.store.add_label(1, user.id, "left")
 
 
-def test_prune_removes_old_unlabelled_clips_only(tmp_path) -> None:
-    t = StoreTeacher(tmp_path / "s.db")
+def test_prune_removes_old_unlabelled_clips_only(backend: Backend) -> None:
+    t = backend.teacher()
     t.submit(make_fragments(8), np.arange(8).reshape(4, 2))
+    t.flush()
     user = t.store.user_for_token(t.store.add_user("a"))
     t.store.add_label(1, user.id, "left")  # clips 1 and 2 are labelled
     before = sorted(p.name for p in t.store.clip_dir.iterdir())
@@ -134,5 +146,6 @@ def test_pixel_observations_are_shown_when_no_frames_rendered(tmp_path) -> None:
     g = Fragments(pix, f.table_acts, f.table_rews, f.table_dones, f.rows, f.length, f.episode, f.start)
     t = StoreTeacher(tmp_path / "s.db")
     t.submit(g, np.array([[0, 1]]))
+    t.flush()
     with pytest.raises(ValueError, match="render=True"):
         t.submit(f.without_frames(), np.array([[0, 1]]))

@@ -53,3 +53,51 @@ def test_terminal_teacher_at_a_real_prompt(tmp_path) -> None:
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "LABELS [0.0, nan]" in r.stdout and "Which is better?" in r.stdout
+
+
+def test_store_teacher_encodes_in_the_background(tmp_path) -> None:
+    frags = make_fragments(20)
+    pairs = np.arange(20).reshape(10, 2)
+    t = StoreTeacher(tmp_path / "s.db", max_queued=2)
+    done = t.submit(frags, pairs)
+    # submit returned before the ~20 clips were encoded; the pairs already count as pending
+    assert not done.done() and t.pending() == 10
+    labeller = t.store.user_for_token(t.store.add_user("ann"))
+    assert labeller is not None
+    # the caller may reuse its buffers at once: the worker encodes its own copy
+    want = frags.arrays(pairs)
+    frags.table_obs[:] = 0.0
+    frags.table_frames[:] = 0
+    ids = done.result(timeout=120)
+    assert ids == list(range(1, 11)) and t.pending() == 10
+    # a query becomes visible to labellers only with both its clips written
+    q = t.store.next_query(labeller.id)
+    assert q is not None and (t.store.clip_dir / q["left_video"]).stat().st_size > 0
+    t.store.add_label(q["query_id"], labeller.id, "left")
+    [(got, got_pairs, labels)] = t.poll()
+    assert labels.tolist() == [1.0]
+    np.testing.assert_array_equal(got.arrays(got_pairs).obs[0], want.obs[0])
+    t.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        t.submit(frags, pairs)
+
+
+def test_store_teacher_background_errors_surface_and_close_flushes(tmp_path) -> None:
+    t = StoreTeacher(tmp_path / "s.db")
+    t.submit(make_fragments(2), np.array([[0, 1]]))
+    t.close()  # flushes: the query is in the store
+    assert StoreTeacher(tmp_path / "s.db").pending() == 1
+    broken = StoreTeacher(tmp_path / "s.db")
+    clip_dir = broken.store.clip_dir
+    for f in clip_dir.iterdir():
+        f.unlink()
+    clip_dir.rmdir()  # the worker cannot write clips any more
+    done = broken.submit(make_fragments(2), np.array([[1, 0]]))
+    with pytest.raises(OSError):
+        done.result(timeout=60)
+    with pytest.raises(RuntimeError, match=r"writing submitted queries to .* failed") as e:
+        broken.poll()
+    assert isinstance(e.value.__cause__, OSError)
+    assert broken.poll() == [] and broken.pending() == 1  # reported once; nothing half-written
+    with pytest.raises(IndexError):
+        broken.submit(make_fragments(2), np.array([[0, 2]]))

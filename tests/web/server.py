@@ -73,7 +73,7 @@ class Server:
 class ThreadServer:
     """The same app under a real uvicorn server on loopback, in a thread of this process (fast to start)."""
 
-    def __init__(self, store: Path | str, **app_kwargs: object) -> None:
+    def __init__(self, store: Path | str, clip_dir: Path | str | None = None, **app_kwargs: object) -> None:
         import uvicorn
 
         from prefrl.storage.store import QueryStore
@@ -81,7 +81,8 @@ class ThreadServer:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        app = create_app(QueryStore(store), **app_kwargs)  # type: ignore[arg-type]
+        self.store = QueryStore(store, clip_dir)
+        app = create_app(self.store, **app_kwargs)  # type: ignore[arg-type]
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -98,3 +99,4 @@ class ThreadServer:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+        self.store.close()

@@ -1,4 +1,5 @@
-"""The JSON API against a real uvicorn server on loopback, over a real SQLite store."""
+"""The JSON API against a real uvicorn server on loopback, over a real SQLite store (and
+PostgreSQL when ``PREFRL_TEST_POSTGRES_URL`` is set)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import httpx
 import numpy as np
 
 from prefrl.teachers.human import StoreTeacher
+from tests.storage.backends import Backend
 from tests.web.server import Server, ThreadServer
 
 
@@ -94,13 +96,14 @@ def test_bad_requests_get_clean_4xx(server: ThreadServer, tokens) -> None:
     assert httpx.get(u + "/api/me", headers=h).status_code == 200
 
 
-def test_two_labellers_answering_at_once_are_both_recorded(tmp_path) -> None:
+def test_two_labellers_answering_at_once_are_both_recorded(backend: Backend) -> None:
     from tests.storage.helpers import make_fragments
 
-    t = StoreTeacher(tmp_path / "s.db", labels_per_query=2)
+    t = backend.teacher(labels_per_query=2)
     t.submit(make_fragments(2), np.array([[0, 1]]))
+    t.flush()
     tok = [t.store.add_user(f"u{i}") for i in range(2)]
-    srv = ThreadServer(tmp_path / "s.db").start()
+    srv = ThreadServer(backend.store, clip_dir=backend.clip_dir).start()
     try:
         barrier = threading.Barrier(2)
         codes: list[int] = []
@@ -126,7 +129,7 @@ def test_two_labellers_answering_at_once_are_both_recorded(tmp_path) -> None:
 
 
 def test_label_survives_server_kill_and_server_resumes(
-    process_server: Server, tokens, teacher: StoreTeacher
+    process_server: Server, tokens, teacher: StoreTeacher, backend: Backend
 ) -> None:
     server, h = process_server, auth(tokens["ann"])
     q = httpx.get(server.url + "/api/queries/next", headers=h).json()
@@ -142,7 +145,7 @@ def test_label_survives_server_kill_and_server_resumes(
     nxt = httpx.get(server.url + "/api/queries/next", headers=h).json()
     assert nxt["query_id"] not in (None, q["query_id"])
     # a trainer restarted on the same store + run gets the label
-    fresh = StoreTeacher(teacher.store.url.removeprefix("sqlite:///"))
+    fresh = backend.teacher()
     [(_, pairs, labels)] = fresh.poll(all=True)
     assert labels.tolist() == [0.0] and pairs.shape == (1, 2)
 

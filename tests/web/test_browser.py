@@ -28,7 +28,7 @@ def test_label_in_browser_by_clicks_and_keys_then_train(tmp_path) -> None:
     frags = make_fragments(12, seed=1)
     pairs = np.arange(12).reshape(6, 2)
     teacher = StoreTeacher(tmp_path / "labels.db", instruction="Pick the redder clip.")
-    qids = teacher.submit(frags, pairs)
+    qids = teacher.submit(frags, pairs).result()  # once the clips are encoded and the queries stored
     truth = frags.returns()
     better = {q: ("left" if truth[a] > truth[b] else "right") for q, (a, b) in zip(qids, pairs)}
     token = teacher.store.add_user("ann")

@@ -14,7 +14,7 @@ from tests.storage.helpers import make_fragments
 
 def test_add_user_and_export(tmp_path, capsys) -> None:
     db = str(tmp_path / "s.db")
-    StoreTeacher(db).submit(make_fragments(2), np.array([[0, 1]]))
+    StoreTeacher(db).submit(make_fragments(2), np.array([[0, 1]])).result()
     assert main(["label", "add-user", "--store", db, "ann"]) == 0
     token = capsys.readouterr().out.strip()
     store = QueryStore(db)

@@ -1,7 +1,9 @@
 """Human teachers: people labelling through the query store (web app) or at a terminal.
 
-- :class:`StoreTeacher` (an :class:`~prefrl.teachers.AsyncTeacher`): ``submit`` renders
-  clips and enqueues queries in a :class:`~prefrl.storage.store.QueryStore`; labellers
+- :class:`StoreTeacher` (an :class:`~prefrl.teachers.AsyncTeacher`): ``submit`` hands the
+  fragments to a background thread, which encodes the clips and then enqueues the queries
+  in a :class:`~prefrl.storage.store.QueryStore` (so the training loop never waits for
+  video encoding); labellers
   answer them in the web app (``prefrl label``), possibly in another process or on another
   machine; ``poll`` returns what was answered since, rebuilt from the store alone, so a
   restarted trainer loses nothing (``poll(all=True)`` returns every answer so far).
@@ -14,9 +16,15 @@ incomparable / skip → NaN (recorded, not trained on).
 
 from __future__ import annotations
 
+import atexit
+import queue
 import sys
 import tempfile
+import threading
+import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
@@ -58,8 +66,25 @@ def combine_answers(answers: Sequence[Sequence[str]], rule: Combine = "majority"
     return out
 
 
+@dataclass
+class _Job:
+    """One ``submit``: its own copy of the fragments it needs, ready to encode."""
+
+    fragments: Fragments  # compact: only the fragments of the pairs, rows copied out
+    pairs: np.ndarray  # [B, 2] indices into ``fragments``
+    priority: list[float] | None
+    done: Future[list[int]]
+
+
 class StoreTeacher:
     """Asks people through a query store; answers arrive asynchronously.
+
+    ``submit`` returns at once: a worker thread encodes the clips (about 0.1 s each) and
+    then enqueues the queries, which labellers see once their clips are written. At most
+    ``max_queued`` submits wait for the worker; a further ``submit`` blocks until one is
+    done. An error in the worker is raised by the next ``submit``, ``poll``, ``flush`` or
+    ``close``. ``flush()`` waits until everything submitted is in the store; ``close()``
+    flushes and stops the worker (also run at interpreter exit).
 
     Args:
         store: SQLite file path or SQLAlchemy URL of the query store (created if new).
@@ -71,12 +96,14 @@ class StoreTeacher:
         ttl_s: queries expire (are no longer shown) after this many seconds; ``None``: never.
         max_clip_bytes: prune old unlabelled clips beyond this total size; ``None``: no cap.
         fps: clip frame rate.
+        max_queued: submits that may wait for the encoding thread before ``submit`` blocks.
     """
 
     def __init__(
         self, store: str | Path | QueryStore, run: str = "default", *, clip_dir: str | Path | None = None,
         instruction: str | None = None, labels_per_query: int = 1, combine: Combine = "majority",
         ttl_s: float | None = None, max_clip_bytes: int | None = None, fps: float = 15.0,
+        max_queued: int = 8,
     ) -> None:  # fmt: skip
         if labels_per_query < 1:
             raise ValueError(f"labels_per_query must be >= 1, got {labels_per_query}")
@@ -88,33 +115,131 @@ class StoreTeacher:
         self.ttl_s = ttl_s
         self.max_clip_bytes = max_clip_bytes
         self.fps = fps
+        if max_queued < 1:
+            raise ValueError(f"max_queued must be >= 1, got {max_queued}")
+        self._jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=max_queued)
+        self._lock = threading.Lock()
+        self._in_flight = 0  # pairs submitted but not yet in the store
+        self._errors: list[BaseException] = []
+        self._worker: threading.Thread | None = None
+        self._closed = False
 
     def submit(
         self, fragments: Fragments, pairs: np.ndarray, priority: np.ndarray | None = None
-    ) -> list[int]:
-        """Render the fragments of ``pairs [B, 2]`` to clips and enqueue them; returns query ids."""
+    ) -> Future[list[int]]:
+        """Enqueue pairs ``[B, 2]`` of ``fragments``; their clips are encoded in the background.
+
+        Returns a future of the query ids (resolved once the queries are in the store).
+        Raises the error of an earlier submit that failed in the background, if any.
+        """
+        self._raise_error()
+        if self._closed:
+            raise RuntimeError("this StoreTeacher is closed")
         pairs = np.asarray(pairs, dtype=np.int64)
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape [B, 2], got {pairs.shape}")
+        if len(pairs) and (pairs.min() < 0 or pairs.max() >= len(fragments)):
+            raise IndexError(
+                f"pairs index fragments 0..{len(fragments) - 1}, got {pairs.min()}..{pairs.max()}"
+            )
+        done: Future[list[int]] = Future()
         if len(pairs) == 0:
-            return []
+            done.set_result([])
+            return done
+        if priority is not None and len(priority) != len(pairs):
+            raise ValueError(f"priority has {len(priority)} entries for {len(pairs)} pairs")
         used, inverse = np.unique(pairs, return_inverse=True)
-        clip_ids = np.asarray(self.store.add_clips(self.run_id, fragments, used, fps=self.fps))
-        cp = clip_ids[inverse.reshape(-1, 2)]  # [B, 2]
+        sub = fragments.select(used)
+        clip_frames(sub, np.arange(1))  # fail here, not in the worker, if the clips cannot be shown
+        # copy what the worker reads, so the caller may reuse its buffers at once
+        job = _Job(
+            sub.compact(), inverse.reshape(-1, 2).astype(np.int64),
+            None if priority is None else [float(p) for p in priority], done,
+        )  # fmt: skip
+        self._start_worker()
+        with self._lock:
+            self._in_flight += len(pairs)
+        self._jobs.put(job)  # blocks while max_queued jobs wait
+        return done
+
+    def _start_worker(self) -> None:
+        if self._worker is not None:
+            return
+        self._worker = threading.Thread(target=self._work, name="prefrl-clip-encoder", daemon=True)
+        self._worker.start()
+        ref = weakref.ref(self)
+        atexit.register(lambda: (t := ref()) is not None and t._stop(raise_errors=False))
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                if job is None:
+                    return
+                try:
+                    job.done.set_result(self._write(job))
+                except BaseException as e:
+                    with self._lock:
+                        self._errors.append(e)
+                    job.done.set_exception(e)
+                finally:
+                    with self._lock:
+                        self._in_flight -= len(job.pairs)
+            finally:
+                self._jobs.task_done()
+
+    def _write(self, job: _Job) -> list[int]:
+        """Encode a job's clips, then enqueue its queries (visible to labellers from then on)."""
+        n = len(job.fragments)
+        clip_ids = np.asarray(self.store.add_clips(self.run_id, job.fragments, range(n), fps=self.fps))
+        cp = clip_ids[job.pairs]  # [B, 2]
         ids = self.store.add_queries(
-            self.run_id, cp[:, 0].tolist(), cp[:, 1].tolist(), None if priority is None else list(priority),
+            self.run_id, cp[:, 0].tolist(), cp[:, 1].tolist(), job.priority,
             ttl_s=self.ttl_s, labels_needed=self.labels_per_query,
         )  # fmt: skip
         if self.max_clip_bytes is not None:
             self.store.prune(self.max_clip_bytes)
         return ids
 
+    def _raise_error(self) -> None:
+        with self._lock:
+            errors, self._errors = self._errors, []
+        if errors:
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise RuntimeError(f"writing submitted queries to {self.store.where} failed{more}") from errors[0]
+
+    def flush(self) -> None:
+        """Wait until every submitted query is in the store; raises a background error, if any."""
+        if self._worker is not None:
+            self._jobs.join()
+        self._raise_error()
+
+    def _stop(self, raise_errors: bool = True) -> None:
+        if self._worker is not None and self._worker.is_alive():
+            self._jobs.put(None)
+            self._worker.join()
+        self._closed = True
+        if raise_errors:
+            self._raise_error()
+
+    def close(self) -> None:
+        """Flush, stop the encoding thread and raise a background error, if any."""
+        self._stop()
+
+    def __enter__(self) -> StoreTeacher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def poll(self, all: bool = False) -> list[tuple[Fragments, np.ndarray, np.ndarray]]:
         """Answers since the last poll (by any StoreTeacher of this run), or every answer with ``all``.
 
         Returns ``[]`` or one ``(fragments, pairs [B, 2], labels [B])`` batch; labels are
-        NaN where every answer was incomparable or skipped.
+        NaN where every answer was incomparable or skipped. Raises the error of a submit
+        that failed in the background, if any.
         """
+        self._raise_error()
         answered = self.store.take_answered(self.run_id, include_consumed=all)
         if not answered:
             return []
@@ -125,8 +250,10 @@ class StoreTeacher:
         return [(fragments, inverse.reshape(-1, 2).astype(np.int64), labels)]
 
     def pending(self) -> int:
-        """Queries of this run still waiting for answers."""
-        return self.store.pending(self.run_id)
+        """Queries of this run still waiting for answers (including those still being encoded)."""
+        with self._lock:
+            in_flight = self._in_flight
+        return self.store.pending(self.run_id) + in_flight
 
     def publish_episode(self, frames: np.ndarray) -> None:
         """Show a full episode ``[T, H, W, 3]`` uint8 in the labelling page's side panel."""
