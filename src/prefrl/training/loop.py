@@ -251,7 +251,8 @@ class PreferenceLoop:
     def _initial_collection(self) -> None:
         c = self.config
         if self.off_policy:
-            self.agent.learning_starts = self.agent.num_timesteps + c.initial_steps
+            # the first learn() call restarts the agent's step counter (also for a warm start)
+            self.agent.learning_starts = c.initial_steps
             self._learn(c.initial_steps)
         elif c.initial_steps > 0:
             self._random_steps(c.initial_steps)
