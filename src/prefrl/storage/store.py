@@ -350,11 +350,19 @@ class QueryStore:
         # a lease is not worth an fsync: if a crash undoes it, the query is simply shown again
         with self.write(durable=False) as c:
             # the query this labeller already holds (e.g. the page was reloaded), else the best free one
-            row = c.execute(
-                sa.select(*cols).where(
-                    *self._servable(now, run_id), q.lease_user == user_id, q.lease_until >= now
+            # (only the lease index's columns in SQL, so that no planner scans a run's open queries)
+            held = c.execute(
+                sa.select(*cols, q.expires).where(
+                    q.lease_user == user_id, q.status == "open", q.lease_until >= now
                 )
-            ).first()
+            ).all()
+            row = next(
+                (
+                    r for r in held
+                    if (run_id is None or r.run_id == run_id) and (r.expires is None or r.expires > now)
+                ),
+                None,
+            )  # fmt: skip
             if row is None:
                 row = c.execute(
                     sa.select(*cols)
