@@ -29,16 +29,16 @@ from prefrl.teachers import PRESETS
 
 
 def oracle_run(agent_cfg: AgentConfig, env_id: str, steps: int, seed: int, run_dir: Path, episodes: int,
-               learning_starts: int) -> tuple[float, float]:  # fmt: skip
-    """Train the same agent on the true reward; returns (mean true return, wall seconds)."""
-    t0 = time.perf_counter()
+               learning_starts: int) -> tuple[float, float, float]:  # fmt: skip
+    """Train the same agent on the true reward; returns (mean true return, wall s, CPU s)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     agent = make_agent(agent_cfg, make_vec_env(env_id, agent_cfg.n_envs, seed=seed), seed=seed,
                        learning_starts=learning_starts)  # fmt: skip
     agent.learn(steps)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     run_dir.mkdir(parents=True, exist_ok=True)
     agent.save(str(run_dir / "policy.zip"))
-    return float(evaluate_returns(env_id, agent, episodes).mean()), wall
+    return float(evaluate_returns(env_id, agent, episodes).mean()), wall, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,14 +91,15 @@ def run_seed(a: argparse.Namespace, agent_cfg: AgentConfig, out: Path, seed: int
         cfg.loop.total_steps, cfg.loop.total_labels = a.steps, a.labels
         cfg.loop.iterations, cfg.loop.initial_steps = a.iterations, initial
         rep = train(cfg)
-        res = {"return": rep["true_return"], "wall_s": rep["train_wall_s"], "labels": rep["labels_used"]}
+        res = {"return": rep["true_return"], "wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
+               "labels": rep["labels_used"]}  # fmt: skip
         write_json(out / f"seed{seed}-learned.json", res)
         print(f"seed {seed}: learned {rep['true_return']:.1f}", file=sys.stderr, flush=True)
     if a.only in ("both", "oracle"):
-        ret, wall = oracle_run(
+        ret, wall, cpu = oracle_run(
             agent_cfg, a.env, a.steps, seed, out / f"oracle-seed{seed}", a.eval_episodes, initial
         )
-        write_json(out / f"seed{seed}-oracle.json", {"return": ret, "wall_s": wall})
+        write_json(out / f"seed{seed}-oracle.json", {"return": ret, "wall_s": wall, "cpu_s": cpu})
         print(f"seed {seed}: oracle {ret:.1f}", file=sys.stderr, flush=True)
 
 
@@ -120,6 +121,8 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     scores = [(learned[s]["return"] - random_ret) / denom if denom != 0 else float("nan") for s in seeds]
     wall_l = float(np.mean([v["wall_s"] for v in learned.values()]))
     wall_o = float(np.mean([v["wall_s"] for v in oracle.values()]))
+    cpu = {k: [v["cpu_s"] for v in d.values() if "cpu_s" in v] for k, d in (("l", learned), ("o", oracle))}
+    cpu_ratio = float(np.mean(cpu["l"]) / np.mean(cpu["o"])) if cpu["l"] and cpu["o"] else None
     return {
         "seeds": seeds, "median_normalized_score": float(np.median(scores)), "scores": scores,
         "learned_returns": [learned[s]["return"] for s in seeds],
@@ -127,6 +130,7 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
         "learned_return": float(np.mean([learned[s]["return"] for s in seeds])),
         "oracle_return": oracle_mean, "random_return": random_ret,
         "learned_train_wall_s": wall_l, "oracle_train_wall_s": wall_o, "wall_ratio": wall_l / wall_o,
+        "cpu_ratio": cpu_ratio,
     }  # fmt: skip
 
 

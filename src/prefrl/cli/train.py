@@ -332,7 +332,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             print(f"{r.run_dir}: no checkpoint yet, starting from the beginning", file=sys.stderr)
         else:
             r.logger.truncate(loop.env_steps)
+    cpu0 = time.process_time()
     loop.run()
+    train_cpu = time.process_time() - cpu0
     r.logger.close()
     report: dict[str, Any] = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
     report["labels_used"] = len(loop.dataset)
@@ -349,6 +351,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.final_agent_steps > 0 and loop.agent is not None:
         report["fresh_agent_true_return"] = train_fresh_agent(cfg, loop.net, r)
     report["train_wall_s"] = loop.state.wall_s
+    report["train_cpu_s"] = train_cpu  # this process only (since the last resume)
     report["wall_s"] = time.perf_counter() - t0
     report["files"] = {
         "config": str(r.run_dir / "config.json"), "reward": str(r.run_dir / "reward.safetensors"),
