@@ -98,3 +98,19 @@ def test_rollouts_then_offline_reward_learning(tmp_path: Path, capsys: pytest.Ca
 def test_evaluate_needs_a_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["evaluate", str(tmp_path)]) == 2
     assert "config.json" in capsys.readouterr().err
+
+
+def test_evaluate_measures_true_return_and_records_video(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(train_cli.config_to_dict(train_cli.TrainConfig())))
+    make_agent(AgentConfig(net_arch=[8]), make_vec_env("Pendulum-v1")).save(str(run / "policy.zip"))
+    assert main(["evaluate", str(run), "--episodes", "2", "--videos", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["episodes"] == 2 and -2000 < out["true_return"] <= 0 and out["random_return"] < 0
+    assert (run / "videos" / "episode_0.mp4").stat().st_size > 1000
+    assert json.loads((run / "evaluation.json").read_text()) == out
