@@ -162,13 +162,16 @@ class QueryStore:
     def write(self, durable: bool = True) -> Iterator[Connection]:
         """A write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on exit.
 
-        ``durable=False`` (SQLite): the commit is not fsynced (``synchronous=NORMAL``); a power
-        cut may undo it, a killed process never does. The next durable commit syncs it too.
+        ``durable=False``: the commit does not wait for its fsync (SQLite ``synchronous=NORMAL``,
+        PostgreSQL ``synchronous_commit=off``); a power cut may undo it, a killed process
+        never does (SQLite), or a crash of the database server may (PostgreSQL).
         """
         with self._write_lock, self.engine.connect() as conn:
             if not durable:
                 conn = conn.execution_options(prefrl_durable=False)
             with conn.begin():
+                if not durable and conn.dialect.name == "postgresql":
+                    conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
                 yield conn
 
     @contextmanager
