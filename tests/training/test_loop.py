@@ -153,3 +153,30 @@ def test_pretraining_exploration_mixing_and_active_selection() -> None:
     loop.run()
     assert len(loop.dataset) == 6 and loop.env_steps == 900
     assert loop.reward.intrinsic is None  # back to the learned reward after pre-training
+
+
+class FrameCheckingTeacher:
+    """A real oracle that, like a person, needs rendered frames of both clips."""
+
+    def __init__(self) -> None:
+        self.inner, self.frames_seen = SyntheticTeacher("oracle"), 0
+
+    def label(self, fragments: Fragments, pairs: np.ndarray) -> np.ndarray:
+        frames = fragments.frames(pairs)  # [B, 2, L, H, W, 3]
+        assert frames.dtype == np.uint8 and frames.shape[:3] == (len(pairs), 2, fragments.length)
+        assert frames.std() > 0  # real pictures, not padding
+        self.frames_seen += frames.shape[0]
+        return self.inner.label(fragments, pairs)
+
+
+def test_human_style_teacher_gets_rendered_frames() -> None:
+    rec = TrajectoryRecorder(make_vec_env("Pendulum-v1", 1, seed=0, render=True), render=True)
+    net = MLPReward(rec.observation_space, rec.action_space, hidden=(16, 16))
+    reward = LearnedReward(net)
+    agent = make_agent(AgentConfig(net_arch=[16, 16], batch_size=32), LearnedRewardVecEnv(rec, reward))
+    teacher = FrameCheckingTeacher()
+    cfg = LoopConfig(total_steps=240, total_labels=4, iterations=2, initial_steps=200, fragment_length=10)
+    loop = PreferenceLoop(cfg, net, RewardTrainer(net, RewardTrainerConfig(epochs=1)), teacher, agent=agent,
+                          recorder=rec, reward=reward, side_env=make_env("Pendulum-v1", render=True))  # fmt: skip
+    loop.run()
+    assert teacher.frames_seen == 4 and len(loop.dataset) == 4
