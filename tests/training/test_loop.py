@@ -176,7 +176,8 @@ def test_human_style_teacher_gets_rendered_frames() -> None:
     agent = make_agent(AgentConfig(net_arch=[16, 16], batch_size=32), LearnedRewardVecEnv(rec, reward))
     teacher = FrameCheckingTeacher()
     cfg = LoopConfig(total_steps=240, total_labels=4, iterations=2, initial_steps=200, fragment_length=10)
-    loop = PreferenceLoop(cfg, net, RewardTrainer(net, RewardTrainerConfig(epochs=1)), teacher, agent=agent,
-                          recorder=rec, reward=reward, side_env=make_env("Pendulum-v1", render=True))  # fmt: skip
+    side = make_env("Pendulum-v1", render=True)
+    trainer = RewardTrainer(net, RewardTrainerConfig(epochs=1))
+    loop = PreferenceLoop(cfg, net, trainer, teacher, agent=agent, recorder=rec, reward=reward, side_env=side)
     loop.run()
     assert teacher.frames_seen == 4 and len(loop.dataset) == 4
