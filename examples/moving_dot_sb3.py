@@ -6,6 +6,7 @@ At the end the policy is evaluated on the *true* reward of a fresh, unwrapped en
 
     python examples/moving_dot_sb3.py --total-timesteps 60000 --obs-type state
     python examples/moving_dot_sb3.py --total-timesteps 300000   # pixels, CnnPolicy (slow on CPU)
+    python examples/moving_dot_sb3.py --total-timesteps 60000 --obs-type state --oracle  # true reward
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class Args:
     eval_episodes: int = 10
     """Episodes to evaluate the final policy on the true reward."""
     seed: int = 0
+    oracle: bool = False
+    """Baseline: train the same PPO on the unwrapped env's true reward (no preferences)."""
 
 
 def true_return(model: PPO | None, args: Args, episodes: int) -> float:
@@ -61,17 +64,20 @@ def true_return(model: PPO | None, args: Args, episodes: int) -> float:
 
 def main(args: Args) -> dict[str, float]:
     t0 = time.perf_counter()
-    env = PreferenceEnv(
-        gym.make("prefrl/MovingDot-v0", obs_type=args.obs_type, size=args.size),
-        segment_length=args.segment_length,
-        learned_after=args.learned_after,
-        max_preferences=args.max_preferences,
-        seed=args.seed,
-    )
+    base = gym.make("prefrl/MovingDot-v0", obs_type=args.obs_type, size=args.size)
+    env: gym.Env = base
+    if not args.oracle:
+        env = PreferenceEnv(
+            base,
+            segment_length=args.segment_length,
+            learned_after=args.learned_after,
+            max_preferences=args.max_preferences,
+            seed=args.seed,
+        )
     policy = "CnnPolicy" if args.obs_type == "pixels" else "MlpPolicy"
     model = PPO(policy, env, n_steps=min(args.n_steps, args.total_timesteps), batch_size=64, seed=args.seed)
     model.learn(total_timesteps=args.total_timesteps)
-    metrics = env.metrics()
+    metrics = env.metrics() if isinstance(env, PreferenceEnv) else {"reward_source": "true (oracle)"}
     env.close()
     result = {
         "true_return": true_return(model, args, args.eval_episodes),

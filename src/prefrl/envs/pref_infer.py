@@ -1,0 +1,337 @@
+"""A lean inference path for the preference wrapper's per-step reward.
+
+At a few transitions per call, a reward network's cost is almost all per-operation
+overhead (PyTorch dispatch, NumPy <-> torch hand-offs, one-hot and layout steps), not
+arithmetic. :class:`FastReward` compiles the ensemble-mean reward of an
+:class:`~prefrl.rewards.nets.MLPReward` or :class:`~prefrl.rewards.nets.CNNReward` into a
+few NumPy matrix products on preallocated buffers:
+
+- the ``E`` members become one wide network: first layers side by side, hidden layers
+  block-diagonal, the output layer averaged (the ensemble mean is linear in it);
+- convolutions are strided patch views times a matrix, on channels-last activations,
+  with the ``1/255`` pixel scale folded into the first layer and the head's rows permuted
+  to match the channels-last flattening.
+
+It gives the same numbers as ``net.score(net.encode(...)).mean(0)`` (to float32
+rounding) and is rebuilt whenever new weights arrive. Other networks (custom ones,
+``ShapedReward``, Dict spaces, other activations) use :class:`TorchReward`: the network
+itself under ``torch.inference_mode`` with one intra-op thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from prefrl.rewards.layers import EnsembleMLP
+from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
+
+Array = np.ndarray
+RewardFn = Callable[[Array, Array, Array, Array], Array]
+"""``(obs [n, ...], acts [n, ...], next_obs [n, ...], dones [n]) -> ensemble-mean reward [n]`` (float64)."""
+
+
+def _relu(h: Array) -> Array:
+    return np.maximum(h, 0.0, out=h)
+
+
+def _tanh(h: Array) -> Array:
+    return np.tanh(h, out=h)
+
+
+def _leaky_relu(h: Array) -> Array:
+    return np.maximum(h, 0.01 * h, out=h)
+
+
+def _elu(h: Array) -> Array:
+    neg = h < 0
+    h[neg] = np.expm1(h[neg])
+    return h
+
+
+_ACTS: dict[str, Callable[[Array], Array]] = {
+    "relu": _relu,
+    "tanh": _tanh,
+    "leaky_relu": _leaky_relu,
+    "elu": _elu,
+}
+
+
+def _activation_name(mlp: EnsembleMLP) -> str | None:
+    name = type(mlp.act).__name__.lower()
+    return {"relu": "relu", "tanh": "tanh", "leakyrelu": "leaky_relu", "elu": "elu"}.get(name)
+
+
+def _block_diag(w: Array) -> Array:
+    """``[E, in, out]`` member weights -> ``[E*in, E*out]`` block-diagonal matrix."""
+    e, d_in, d_out = w.shape
+    out = np.zeros((e * d_in, e * d_out), np.float32)
+    for g in range(e):
+        out[g * d_in : (g + 1) * d_in, g * d_out : (g + 1) * d_out] = w[g]
+    return out
+
+
+def _dense_tail(mlp: EnsembleMLP) -> list[tuple[Array, Array]]:
+    """The layers after the first of an ensemble MLP as wide dense ``(W, b)``; the last averages."""
+    e = mlp.ensemble_size
+    out: list[tuple[Array, Array]] = []
+    layers = list(mlp.layers)[1:]
+    for i, layer in enumerate(layers):
+        w = layer.weight.detach().cpu().numpy().astype(np.float32)  # [E, in, out]
+        b = layer.bias.detach().cpu().numpy().astype(np.float32)  # [E, out]
+        if i == len(layers) - 1:  # output layer: mean over members
+            out.append(((w / e).reshape(e * w.shape[1], w.shape[2]), b.mean(0)))
+        else:
+            out.append((_block_diag(w), b.reshape(-1)))
+    return out
+
+
+def _first_layer(mlp: EnsembleMLP) -> tuple[Array, Array]:
+    """First layer as ``[in, E*out]`` (members side by side) and bias ``[E*out]``."""
+    layer = mlp.layers[0]
+    w = layer.weight.detach().cpu().numpy().astype(np.float32)  # [E, in, out]
+    b = layer.bias.detach().cpu().numpy().astype(np.float32)
+    e, d_in, d_out = w.shape
+    return np.ascontiguousarray(w.transpose(1, 0, 2).reshape(d_in, e * d_out)), b.reshape(-1)
+
+
+def _vec_writer(space: spaces.Space) -> tuple[int, Callable[[Array, Array], None]] | None:
+    """``(width, write(out [n, width], x [n, ...]))`` of a Box or Discrete space's features."""
+    if isinstance(space, spaces.Discrete):
+        k, start = int(space.n), int(space.start)
+        rows = np.eye(k, dtype=np.float32)
+
+        def write_discrete(out: Array, x: Array) -> None:
+            out[...] = rows[np.clip(x.reshape(len(out)).astype(np.int64) - start, 0, k - 1)]
+
+        return k, write_discrete
+    if isinstance(space, spaces.Box):
+        d = int(np.prod(space.shape))
+
+        def write_box(out: Array, x: Array) -> None:
+            out[...] = x.reshape(len(out), d)
+
+        return d, write_box
+    return None
+
+
+def _run_tail(h: Array, tail: list[tuple[Array, Array]], act: Callable[[Array], Array]) -> Array:
+    for w, b in tail:
+        h = act(h)
+        h = h @ w
+        h += b
+    return h[:, 0].astype(np.float64)
+
+
+class FastReward:
+    """Ensemble-mean reward ``[n]`` of an MLP or CNN reward network, in NumPy (see module doc).
+
+    Build with :meth:`of` (``None`` when the network is not supported); call with NumPy
+    arrays ``obs [n, ...]``, ``acts [n, ...]``, ``next_obs [n, ...]``, ``dones [n]``.
+    """
+
+    def __init__(self, fn: Callable[[Array, Array, Array, Array], Array]) -> None:
+        self._fn = fn
+
+    def __call__(self, obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
+        return self._fn(obs, acts, next_obs, dones)
+
+    @classmethod
+    def of(cls, net: RewardNet) -> FastReward | None:
+        if type(net) is MLPReward:
+            return _mlp(net)
+        if type(net) is CNNReward:
+            return _cnn(net)
+        return None
+
+
+def _mlp(net: MLPReward) -> FastReward | None:
+    name = _activation_name(net.mlp)
+    if name is None:
+        return None
+    act = _ACTS[name]
+    parts: list[tuple[int, int, Callable[[Array, Array], None]]] = []  # (input index, width, writer)
+    use_obs, use_act, use_next, use_done = net.use
+    for i, used, space in ((0, use_obs, net.observation_space), (1, use_act, net.action_space),
+                           (2, use_next, net.observation_space)):  # fmt: skip
+        if used:
+            got = _vec_writer(space)
+            if got is None:
+                return None
+            parts.append((i, *got))
+    if use_done:
+        parts.append((3, 1, lambda out, d: out.__setitem__(..., d.reshape(len(out), 1))))
+    dim = sum(p[1] for p in parts)
+    w1, b1 = _first_layer(net.mlp)
+    if w1.shape[0] != dim:
+        return None
+    shift = scale = None
+    lo = hi = 0.0
+    if net.norm is not None:
+        shift = net.norm.mean.detach().cpu().numpy().astype(np.float32)
+        scale = (1.0 / np.sqrt(net.norm.var.detach().cpu().numpy() + net.norm.eps)).astype(np.float32)
+        lo, hi = -net.norm.clip, net.norm.clip
+    tail = _dense_tail(net.mlp)
+    buf: dict[int, Array] = {}
+
+    def fn(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
+        n = len(acts)
+        x = buf.get(n)
+        if x is None:
+            x = buf[n] = np.empty((n, dim), np.float32)
+        inputs = (obs, acts, next_obs, dones)
+        off = 0
+        for i, width, write in parts:
+            write(x[:, off : off + width], inputs[i])
+            off += width
+        if shift is not None:
+            x -= shift
+            x *= scale
+            np.clip(x, lo, hi, out=x)
+        h = x @ w1
+        h += b1
+        return _run_tail(h, tail, act)
+
+    return FastReward(fn)
+
+
+def _cnn(net: CNNReward) -> FastReward | None:
+    name = _activation_name(net.head)
+    if name is None:
+        return None
+    e = net.ensemble_size
+    c, h, w = net.image_shape
+    convs = [m for m in net.conv if isinstance(m, torch.nn.Conv2d)]
+    # conv layers as (kernel, stride, W [in*k*k, out_total], b) on channels-last activations
+    layers: list[tuple[int, int, Array, Array]] = []
+    for i, conv in enumerate(convs):
+        wt = conv.weight.detach().cpu().numpy().astype(np.float32)  # [E*out, in, k, k]
+        k, s = int(conv.kernel_size[0]), int(conv.stride[0])
+        if conv.kernel_size[0] != conv.kernel_size[1] or conv.stride[0] != conv.stride[1]:
+            return None
+        if conv.padding != (0, 0) or conv.dilation != (1, 1):
+            return None
+        out_c, in_c = wt.shape[0] // e, wt.shape[1]
+        if i == 0:  # every member sees the same image: members side by side; fold in 1/255
+            dense = wt.reshape(e * out_c, in_c * k * k).T / 255.0
+        else:
+            dense = np.zeros((e * in_c * k * k, e * out_c), np.float32)
+            for g in range(e):
+                blk = wt[g * out_c : (g + 1) * out_c].reshape(out_c, in_c * k * k).T
+                dense[g * in_c * k * k : (g + 1) * in_c * k * k, g * out_c : (g + 1) * out_c] = blk
+        bias = conv.bias.detach().cpu().numpy().astype(np.float32) if conv.bias is not None else None
+        if bias is None:
+            bias = np.zeros(e * out_c, np.float32)
+        layers.append((k, s, np.ascontiguousarray(dense, np.float32), bias))
+    # output size of the convolutions
+    oh, ow, oc = h, w, c
+    for k, s, dense, _ in layers:
+        oh, ow, oc = (oh - k) // s + 1, (ow - k) // s + 1, dense.shape[1] // e
+    f = oc * oh * ow
+    w1 = net.head.layers[0].weight.detach().cpu().numpy().astype(np.float32)  # [E, F + vec, H]
+    b1 = net.head.layers[0].bias.detach().cpu().numpy().astype(np.float32).reshape(-1)
+    hid = w1.shape[2]
+    # head rows: member g's feature (o, y, x) -> channels-last flat index (y, x, g, o)
+    head = np.zeros((oh, ow, e, oc, e * hid), np.float32)
+    for g in range(e):
+        wg = w1[g, :f].reshape(oc, oh, ow, hid).transpose(1, 2, 0, 3)  # [y, x, o, H]
+        head[:, :, g, :, g * hid : (g + 1) * hid] = wg
+    head_img = head.reshape(oh * ow * e * oc, e * hid)
+    head_vec = np.ascontiguousarray(w1[:, f:].transpose(1, 0, 2).reshape(-1, e * hid))
+    vec_parts: list[tuple[int, int, Callable[[Array, Array], None]]] = []
+    if net.use_act:
+        got = _vec_writer(net.action_space)
+        if got is None:
+            return None
+        vec_parts.append((1, *got))
+    if net.use_done:
+        vec_parts.append((3, 1, lambda out, d: out.__setitem__(..., d.reshape(len(out), 1))))
+    d_vec = sum(p[1] for p in vec_parts)
+    if d_vec != head_vec.shape[0]:
+        return None
+    tail = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in _dense_tail(net.head)]
+    # the convolutions' matrix products run in torch (one intra-op thread): NumPy's BLAS may
+    # use a thread pool that costs far more than these small products on a busy machine
+    t_layers = [(k, s, torch.from_numpy(d), torch.from_numpy(b)) for k, s, d, b in layers]
+    t_head_img, t_head_vec, t_b1 = (
+        torch.from_numpy(head_img),
+        torch.from_numpy(head_vec),
+        torch.from_numpy(b1),
+    )
+    t_act = {"relu": torch.relu_, "tanh": torch.tanh_}.get(name)
+    if t_act is None:
+        return None
+    chw = net.chw
+    vbuf: dict[int, Array] = {}
+
+    def fn(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
+        n = len(acts)
+        threads = torch.get_num_threads()
+        if threads != 1:
+            torch.set_num_threads(1)
+        try:
+            with torch.inference_mode():
+                a = torch.from_numpy(np.ascontiguousarray(obs))
+                x = (a.permute(0, 2, 3, 1) if chw else a).to(torch.float32).contiguous()  # [n, H, W, C]
+                for k, s, dense, bias in t_layers:
+                    nn_, hh, ww, cc = x.shape
+                    ph, pw = (hh - k) // s + 1, (ww - k) // s + 1
+                    st = x.stride()
+                    patches = x.as_strided(
+                        (nn_, ph, pw, cc, k, k), (st[0], st[1] * s, st[2] * s, st[3], st[1], st[2])
+                    )
+                    y = torch.addmm(bias, patches.reshape(nn_ * ph * pw, cc * k * k), dense)
+                    x = t_act(y).view(nn_, ph, pw, -1)
+                z = torch.addmm(t_b1, x.reshape(n, -1), t_head_img)
+                if vec_parts:
+                    v = vbuf.get(n)
+                    if v is None:
+                        v = vbuf[n] = np.empty((n, d_vec), np.float32)
+                    inputs = (obs, acts, next_obs, dones)
+                    off = 0
+                    for i, width, write in vec_parts:
+                        write(v[:, off : off + width], inputs[i])
+                        off += width
+                    z.addmm_(torch.from_numpy(v), t_head_vec)
+                for w, b in tail:
+                    z = torch.addmm(b, t_act(z), w)
+                return z[:, 0].numpy().astype(np.float64)
+        finally:
+            if threads != 1:
+                torch.set_num_threads(threads)
+
+    return FastReward(fn)
+
+
+class TorchReward:
+    """Fallback: the network's own ``score(encode(...))`` mean, in inference mode on one thread."""
+
+    def __init__(self, net: RewardNet) -> None:
+        self.net = net
+
+    def __call__(self, obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.inference_mode():
+                dev = self.net.device
+                t = [torch.from_numpy(np.ascontiguousarray(v)).to(dev) for v in (obs, acts, next_obs, dones)]
+                r = self.net.score(self.net.encode(*t)).mean(0)
+                return r.cpu().numpy().astype(np.float64).reshape(len(acts))
+        finally:
+            torch.set_num_threads(threads)
+
+
+def reward_fn(net: RewardNet, lean: bool = True) -> RewardFn:
+    """The fastest exact per-step reward function available for ``net`` (CPU nets only for NumPy)."""
+    if lean and net.device.type == "cpu":
+        fast = FastReward.of(net)
+        if fast is not None:
+            return fast
+    return TorchReward(net)
+
+
+__all__ = ["FastReward", "RewardFn", "TorchReward", "reward_fn"]
