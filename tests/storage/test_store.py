@@ -149,3 +149,32 @@ def test_pixel_observations_are_shown_when_no_frames_rendered(tmp_path) -> None:
     t.flush()
     with pytest.raises(ValueError, match="render=True"):
         t.submit(f.without_frames(), np.array([[0, 1]]))
+
+
+def test_concurrent_labellers_get_distinct_queries_and_every_label_is_kept(backend: Backend) -> None:
+    import threading
+
+    t = backend.teacher()
+    t.submit(make_fragments(4), np.array([[0, 1], [2, 3], [1, 2], [3, 0]] * 6))  # 24 queries
+    t.flush()
+    store = backend.open()  # one store object shared by the threads, as in the server
+    users = [store.user_for_token(store.add_user(f"u{i}")) for i in range(6)]
+    got: dict[int, list[int]] = {u.id: [] for u in users}
+    barrier = threading.Barrier(len(users))
+
+    def label(user_id: int) -> None:
+        barrier.wait()
+        while (q := store.next_query(user_id, lease_s=60)) is not None:
+            store.add_label(q["query_id"], user_id, "left")
+            got[user_id].append(q["query_id"])
+
+    threads = [threading.Thread(target=label, args=(u.id,)) for u in users]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    answered = sorted(q for qs in got.values() for q in qs)
+    assert answered == list(range(1, 25))  # each query labelled once, none lost
+    assert store.queue_length() == 0 and t.pending() == 0
+    [(_, pairs, labels)] = t.poll()
+    assert len(pairs) == 24 and labels.tolist() == [1.0] * 24

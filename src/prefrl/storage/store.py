@@ -182,6 +182,8 @@ class QueryStore:
 
     def _init_schema(self) -> None:
         with self.write() as c:
+            if c.dialect.name == "postgresql":  # a trainer and a server may create a new store at once
+                c.exec_driver_sql("SELECT pg_advisory_xact_lock(7297601)")
             tables = set(sa.inspect(c).get_table_names())
             if "meta" not in tables:
                 if tables & {"queries", "labels", "clips"}:
