@@ -181,3 +181,12 @@ def test_human_style_teacher_gets_rendered_frames() -> None:
     loop = PreferenceLoop(cfg, net, trainer, teacher, agent=agent, recorder=rec, reward=reward, side_env=side)
     loop.run()
     assert teacher.frames_seen == 4 and len(loop.dataset) == 4
+
+
+@pytest.mark.parametrize("algo", ["td3", "a2c"])
+def test_other_agents_run_the_loop(algo: str) -> None:
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=200, fragment_length=20)
+    loop = build(cfg, algo=algo)
+    loop.run()
+    assert len(loop.dataset) == 4 and loop.env_steps == 400
+    assert loop.off_policy == (algo == "td3")
