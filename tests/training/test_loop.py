@@ -190,3 +190,25 @@ def test_other_agents_run_the_loop(algo: str) -> None:
     loop.run()
     assert len(loop.dataset) == 4 and loop.env_steps == 400
     assert loop.off_policy == (algo == "td3")
+
+
+@pytest.mark.slow  # ~10 s idle; the load-an-agent path also runs in test_resume
+def test_warm_start_from_saved_policy(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from prefrl.agents.sb3 import load_agent
+
+    first = build(
+        LoopConfig(total_steps=400, total_labels=2, iterations=1, initial_steps=200, fragment_length=20)
+    )
+    first.run()
+    first.agent.save(str(tmp_path / "p.zip"))
+    loop = build(
+        LoopConfig(total_steps=400, total_labels=2, iterations=1, initial_steps=200, fragment_length=20)
+    )
+    loop.agent = load_agent("sac", tmp_path / "p.zip", loop.agent.get_env())
+    w = first.agent.policy.actor.mu.weight.detach().clone()
+    np.testing.assert_array_equal(
+        loop.agent.policy.actor.mu.weight.detach(), w
+    )  # starts from the saved policy
+    loop.run()
+    assert loop.agent.num_timesteps == 400 and loop.agent.learning_starts == 200
+    assert not np.allclose(loop.agent.policy.actor.mu.weight.detach(), w)  # and keeps learning
