@@ -233,8 +233,8 @@ class PreferenceLoop:
             k = self.config.checkpoint_interval
             if self.ckpt is not None and (last or (k > 0 and self.state.iteration % k == 0)):
                 self.save_checkpoint()
-            stop = any(cb.on_iteration_end(self, metrics) is False for cb in self.callbacks)
-            if stop:
+            answers = [cb.on_iteration_end(self, metrics) for cb in self.callbacks]  # all are called
+            if any(a is False for a in answers):
                 break
         for cb in self.callbacks:
             cb.on_end(self)
