@@ -164,12 +164,13 @@ class PreferenceCore:
         """Record transitions of envs ``idx`` into their segments; ship full ones."""
         i = idx[self.active[idx]]
         p = self.pos[i]
-        self.seg_acts[i, p] = acts[i]
-        self.seg_rews[i, p] = rews[i]
-        self.seg_dones[i, p] = terminated[i]
-        self.seg_obs[i, p + 1] = x[i]
+        every = len(i) == self.n  # the common case: no fancy-indexed copies of the inputs
+        self.seg_acts[i, p] = acts if every else acts[i]
+        self.seg_rews[i, p] = rews if every else rews[i]
+        self.seg_dones[i, p] = terminated if every else terminated[i]
+        self.seg_obs[i, p + 1] = x if every else x[i]
         if self.seg_frames is not None and frames is not None:
-            self.seg_frames[i, p + 1] = frames[i]
+            self.seg_frames[i, p + 1] = frames if every else frames[i]
         self.pos[i] += 1
         self.t[i] += 1
         L = self.config.segment_length

@@ -105,7 +105,8 @@ def _vec_writer(space: spaces.Space) -> tuple[int, Callable[[Array, Array], None
         rows = np.eye(k, dtype=np.float32)
 
         def write_discrete(out: Array, x: Array) -> None:
-            out[...] = rows[np.clip(x.reshape(len(out)).astype(np.int64) - start, 0, k - 1)]
+            idx = x.reshape(len(out))
+            out[...] = rows.take(idx - start if start else idx, axis=0, mode="clip")
 
         return k, write_discrete
     if isinstance(space, spaces.Box):
