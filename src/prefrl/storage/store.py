@@ -139,6 +139,8 @@ class QueryStore:
         self.where = make_url(self.url).render_as_string(hide_password=True)
         self.is_sqlite = make_url(self.url).get_backend_name() == "sqlite"
         kwargs: dict[str, Any] = {"pool_pre_ping": not self.is_sqlite}
+        if not self.is_sqlite:  # the web app serves requests from up to 40 threads
+            kwargs.update(pool_size=20, max_overflow=20)
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
         self.engine = sa.create_engine(self.url, **kwargs)
