@@ -60,7 +60,9 @@ def image_batch(n_episodes: int, rng: np.random.Generator) -> TrajectoryBatch:
     return TrajectoryBatch.from_trajectories(trajs)
 
 
-def labelled(batch: TrajectoryBatch, n_pairs: int, length: int, rng: np.random.Generator) -> PreferenceDataset:
+def labelled(
+    batch: TrajectoryBatch, n_pairs: int, length: int, rng: np.random.Generator
+) -> PreferenceDataset:
     frags, _ = sample_fragments(batch, 2 * n_pairs, length, rng)
     pairs = np.arange(2 * n_pairs).reshape(-1, 2)
     ds = PreferenceDataset()
@@ -125,7 +127,9 @@ def run_imitation(python: str, threads: int, repeats: int) -> dict[str, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts to try; best is kept")
+    p.add_argument(
+        "--threads", type=int, nargs="+", default=[1, 2], help="thread counts to try; best is kept"
+    )
     p.add_argument("--epochs", type=int, default=7, help="timed epochs (repeats) per figure; median reported")
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds of prefrl and imitation runs")
     p.add_argument(
