@@ -25,6 +25,9 @@ class LoopCallback:
         """Called after each iteration with its metrics; return ``False`` to stop."""
         return None
 
+    def on_env_steps(self, loop: Any, env_steps: int) -> None:
+        """Called every ~100 environment steps while the agent trains."""
+
     def on_end(self, loop: Any) -> None:
         """Called once when training ends."""
 
@@ -39,6 +42,10 @@ class ProgressBar(LoopCallback):
     def on_start(self, loop: Any) -> None:
         self.bar = tqdm(total=loop.config.total_steps, unit="step", disable=self.disable, dynamic_ncols=True)
         self.bar.update(loop.env_steps)
+
+    def on_env_steps(self, loop: Any, env_steps: int) -> None:
+        if self.bar is not None and env_steps > self.bar.n:
+            self.bar.update(env_steps - self.bar.n)
 
     def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> None:
         if self.bar is None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from stable_baselines3.common.callbacks import BaseCallback
 
 from prefrl.agents.entropy import StateEntropyReward
 from prefrl.agents.recorder import TrajectoryRecorder
@@ -244,7 +245,8 @@ class PreferenceLoop:
     def _learn(self, steps: int) -> None:
         if steps <= 0:
             return
-        self.agent.learn(steps, reset_num_timesteps=not self.state.started, progress_bar=False)
+        hook = _StepHook(self, self.state.env_steps)
+        self.agent.learn(steps, callback=hook, reset_num_timesteps=not self.state.started, progress_bar=False)
         self.state.started = True
         self.state.env_steps += steps
 
@@ -511,6 +513,23 @@ class PreferenceLoop:
                 load_replay_buffer(self.agent.replay_buffer, path / "replay_buffer.npz")
             if self.reward is not None and state.get("normalizer"):
                 self.reward.normalizer.load_state_dict(state["normalizer"])
+        return True
+
+
+class _StepHook(BaseCallback):
+    """Tells loop callbacks about environment steps while the agent trains (every 100 steps)."""
+
+    def __init__(self, loop: PreferenceLoop, base: int) -> None:
+        super().__init__()
+        self.loop, self.base, self.start = loop, base, -1
+
+    def _on_step(self) -> bool:
+        if self.start < 0:
+            self.start = self.num_timesteps - self.training_env.num_envs
+        done = self.num_timesteps - self.start
+        if done % 100 < self.training_env.num_envs:
+            for cb in self.loop.callbacks:
+                cb.on_env_steps(self.loop, self.base + done)
         return True
 
 
