@@ -99,7 +99,7 @@ class LoopConfig:
     normalize_reward: bool = True
     """Normalise the learned reward (running mean/std) before the agent sees it."""
     seed: int = 0
-    """Seed of the loop's random generator (fragments, pairs, selection)."""
+    """Seed of the loop's random generator (fragments, pairs, selection); prefrl train sets it from --seed."""
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
