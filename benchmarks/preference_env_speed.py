@@ -1,7 +1,7 @@
 """Steps per second of the moving dot wrapped in PreferenceEnv vs unwrapped.
 
 The wrapped env returns the learned reward from the first step (``learned_after=0``, the
-costly case: one CNN forward pass per vector step) while the labeller and trainer
+costly case: one reward pass per vector step) while the labeller and trainer
 processes work in the background. Random actions, so the figure is the wrapper's own
 overhead; an agent's policy would add the same cost to both sides. Optionally runs the
 hand-written training loop example and reports the true return the agent reaches.
