@@ -268,6 +268,7 @@ def build_run(cfg: TrainConfig) -> Run:
         check_agent_space(cfg.agent.algo, act_space)
     run = prepare_run_dir(cfg)
     human = cfg.teacher in ("terminal", "web")
+    torch.manual_seed(cfg.seed)  # reward-net initialisation: a run is reproducible from its seed
     net = cfg.reward.build(obs_space, act_space)
     trainer = RewardTrainer(net, dataclasses.replace(cfg.trainer, seed=cfg.seed))
     teacher = make_teacher(cfg, run.name)
