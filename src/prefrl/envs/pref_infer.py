@@ -226,6 +226,9 @@ def _cnn(net: CNNReward) -> FastReward | None:
         bias = conv.bias.detach().cpu().numpy().astype(np.float32) if conv.bias is not None else None
         if bias is None:
             bias = np.zeros(e * out_c, np.float32)
+        # rows (channel, ky, kx) -> (ky, kx, channel): patches then copy runs of k*channels floats
+        cc = dense.shape[0] // (k * k)
+        dense = dense.reshape(cc, k, k, -1).transpose(1, 2, 0, 3).reshape(k * k * cc, -1)
         layers.append((k, s, np.ascontiguousarray(dense, np.float32), bias))
     # output size of the convolutions
     oh, ow, oc = h, w, c
@@ -282,7 +285,7 @@ def _cnn(net: CNNReward) -> FastReward | None:
                     ph, pw = (hh - k) // s + 1, (ww - k) // s + 1
                     st = x.stride()
                     patches = x.as_strided(
-                        (nn_, ph, pw, cc, k, k), (st[0], st[1] * s, st[2] * s, st[3], st[1], st[2])
+                        (nn_, ph, pw, k, k, cc), (st[0], st[1] * s, st[2] * s, st[1], st[2], st[3])
                     )
                     y = torch.addmm(bias, patches.reshape(nn_ * ph * pw, cc * k * k), dense)
                     x = t_act(y).view(nn_, ph, pw, -1)
