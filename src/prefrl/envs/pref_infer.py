@@ -179,15 +179,7 @@ def _mlp(net: MLPReward) -> FastReward | None:
     buf: dict[int, Array] = {}
 
     def fn(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
-        n = len(acts)
-        x = buf.get(n)
-        if x is None:
-            x = buf[n] = np.empty((n, dim), np.float32)
-        inputs = (obs, acts, next_obs, dones)
-        off = 0
-        for i, width, write in parts:
-            write(x[:, off : off + width], inputs[i])
-            off += width
+        x = _write_features(buf, dim, parts, (obs, acts, next_obs, dones))
         if shift is not None:
             x -= shift
             x *= scale
@@ -197,6 +189,24 @@ def _mlp(net: MLPReward) -> FastReward | None:
         return _run_tail(h, tail, act)
 
     return FastReward(fn)
+
+
+def _write_features(
+    buf: dict[int, Array],
+    dim: int,
+    parts: list[tuple[int, int, Callable[[Array, Array], None]]],
+    inputs: tuple[Array, Array, Array, Array],
+) -> Array:
+    """Fill a reused ``[n, dim]`` buffer with each part's features, side by side."""
+    n = len(inputs[1])
+    x = buf.get(n)
+    if x is None:
+        x = buf[n] = np.empty((n, dim), np.float32)
+    off = 0
+    for i, width, write in parts:
+        write(x[:, off : off + width], inputs[i])
+        off += width
+    return x
 
 
 def _cnn(net: CNNReward) -> FastReward | None:
@@ -291,14 +301,7 @@ def _cnn(net: CNNReward) -> FastReward | None:
                     x = t_act(y).view(nn_, ph, pw, -1)
                 z = torch.addmm(t_b1, x.reshape(n, -1), t_head_img)
                 if vec_parts:
-                    v = vbuf.get(n)
-                    if v is None:
-                        v = vbuf[n] = np.empty((n, d_vec), np.float32)
-                    inputs = (obs, acts, next_obs, dones)
-                    off = 0
-                    for i, width, write in vec_parts:
-                        write(v[:, off : off + width], inputs[i])
-                        off += width
+                    v = _write_features(vbuf, d_vec, vec_parts, (obs, acts, next_obs, dones))
                     z.addmm_(torch.from_numpy(v), t_head_vec)
                 for w, b in tail:
                     z = torch.addmm(b, t_act(z), w)
