@@ -46,7 +46,8 @@ class PreferenceEnvConfig:
     normalize: bool = True
     """Return the learned reward normalised to zero mean, unit std over the preference set."""
     queue_size: int = 64
-    """Finished segments waiting for the labeller; more are dropped (counted)."""
+    """Finished segments waiting for the labeller; more are dropped (counted). The shared
+    segment ring holds ``queue_size + num_envs`` segments (at most 4096 waiting)."""
     pairs_per_segment: float = 1.0
     """Comparisons asked per finished segment (each pairs it with a recent one)."""
     pool_size: int = 64
@@ -95,8 +96,8 @@ class PreferenceEnvConfig:
                 )
         if self.record not in ("obs", "frames"):
             raise ValueError(f"record must be 'obs' or 'frames', got {self.record!r}")
-        if self.queue_size < 1:
-            raise ValueError(f"queue_size must be >= 1, got {self.queue_size}")
+        if not 1 <= self.queue_size <= 4096:
+            raise ValueError(f"queue_size must lie in [1, 4096], got {self.queue_size}")
         if self.learned_after < 0:
             raise ValueError(f"learned_after must be >= 0, got {self.learned_after}")
         if self.start_method not in (None, "spawn", "forkserver"):

@@ -17,6 +17,7 @@ from gymnasium import spaces
 from prefrl.envs import pref_shared as sh
 from prefrl.envs.pref_config import PreferenceEnvConfig
 from prefrl.envs.pref_infer import RewardFn, reward_fn
+from prefrl.envs.pref_ring import RingSpec
 from prefrl.envs.pref_runtime import Runtime
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
@@ -113,21 +114,40 @@ class PreferenceCore:
         self.net.eval()
         self.reward = reward_fn(self.net)
         state = self.net.state_dict()
-        self.runtime = Runtime(c, state, self.net.config)
+        act = np.asarray(self.act_space.sample())
+        ring = None
+        if c.labels:
+            if c.wants_frames and frames is None:
+                raise ValueError("record_frames needs render_mode='rgb_array' on the wrapped environment")
+            ring = RingSpec(
+                slots=c.queue_size + n,
+                length=L,
+                obs_shape=tuple(x.shape[1:]),
+                obs_dtype=x.dtype.str,
+                act_shape=tuple(act.shape),
+                act_dtype=act.dtype.str,
+                frame_shape=tuple(frames.shape[1:]) if c.wants_frames and frames is not None else None,
+            )
+        self.runtime = Runtime(c, state, self.net.config, ring)
         self.version = self.runtime.board.version()
         self.cur = x.copy()
-        if not c.labels:
+        if self.runtime.ring is None:
             return
-        act = np.asarray(self.act_space.sample())
-        self.seg_obs = np.zeros((n, L + 1, *x.shape[1:]), x.dtype)
-        self.seg_acts = np.zeros((n, L, *act.shape), act.dtype)
-        self.seg_rews = np.zeros((n, L), np.float32)
-        self.seg_dones = np.zeros((n, L), bool)
-        self.seg_frames = None
-        if c.wants_frames:
-            if frames is None:
-                raise ValueError("record_frames needs render_mode='rgb_array' on the wrapped environment")
-            self.seg_frames = np.zeros((n, L + 1, *frames.shape[1:]), np.uint8)
+        arr = self.runtime.ring.arrays
+        S = ring.slots  # type: ignore[union-attr]
+        self.seg_obs, self.seg_meta = arr["obs"], arr["meta"]  # [S, L+1, ...], [S, 2]
+        self.seg_frames = arr.get("frames")
+        # flat row views: one fancy index per array and step for all envs
+        self._obs_rows = self.seg_obs.reshape(S * (L + 1), *x.shape[1:])
+        self._acts_rows = arr["acts"].reshape(S * L, *act.shape)
+        self._rews_rows = arr["rews"].reshape(S * L)
+        self._dones_rows = arr["dones"].reshape(S * L)
+        self._frame_rows = None
+        if self.seg_frames is not None:
+            self._frame_rows = self.seg_frames.reshape(S * (L + 1), *self.seg_frames.shape[2:])
+        self.slot = np.arange(n)  # the ring slot each env is filling
+        self.free = list(range(S - 1, n - 1, -1))  # slots nobody uses (popped from the end)
+        self._all = np.arange(n)
         self.pos = np.zeros(n, np.int64)
         self.active = np.zeros(n, bool)
         self.episode = np.zeros(n, np.int64)
@@ -140,16 +160,16 @@ class PreferenceCore:
             self.start(x, frames)
         self.runtime.check()  # type: ignore[union-attr]
         self.cur[idx] = x[idx]
-        if not self.config.labels or len(idx) == 0:
+        if self.runtime.ring is None or len(idx) == 0:  # type: ignore[union-attr]
             return
         self.pos[idx] = 0
         self.active[idx] = True
         self.t[idx] = 0
         self.episode[idx] = self.episode_counter + np.arange(len(idx))
         self.episode_counter += len(idx)
-        self.seg_obs[idx, 0] = x[idx]
+        self.seg_obs[self.slot[idx], 0] = x[idx]
         if self.seg_frames is not None and frames is not None:
-            self.seg_frames[idx, 0] = frames[idx]
+            self.seg_frames[self.slot[idx], 0] = frames[idx]
 
     def record(
         self,
@@ -161,44 +181,53 @@ class PreferenceCore:
         frames: np.ndarray | None,
         idx: np.ndarray,
     ) -> None:
-        """Record transitions of envs ``idx`` into their segments; ship full ones."""
-        i = idx[self.active[idx]]
+        """Record transitions of envs ``idx`` into their ring slots; hand over full segments."""
+        L = self.config.segment_length
+        if len(idx) == self.n and self.active.all():  # the common case: no fancy-indexed input copies
+            i, xi, ai, ri, di, fi = self._all, x, acts, rews, terminated, frames
+        else:
+            i = idx[self.active[idx]]
+            xi, ai, ri, di = x[i], acts[i], rews[i], terminated[i]
+            fi = frames[i] if frames is not None else None
         p = self.pos[i]
-        every = len(i) == self.n  # the common case: no fancy-indexed copies of the inputs
-        self.seg_acts[i, p] = acts if every else acts[i]
-        self.seg_rews[i, p] = rews if every else rews[i]
-        self.seg_dones[i, p] = terminated if every else terminated[i]
-        self.seg_obs[i, p + 1] = x if every else x[i]
-        if self.seg_frames is not None and frames is not None:
-            self.seg_frames[i, p + 1] = frames if every else frames[i]
+        slot = self.slot[i]
+        row = slot * L + p  # flat rows of the transition in [S*L, ...] and of its next obs in [S*(L+1), ...]
+        self._acts_rows[row] = ai
+        self._rews_rows[row] = ri
+        self._dones_rows[row] = di
+        row += slot + 1
+        self._obs_rows[row] = xi
+        if self._frame_rows is not None and fi is not None:
+            self._frame_rows[row] = fi
         self.pos[i] += 1
         self.t[i] += 1
-        L = self.config.segment_length
-        for k in i[self.pos[i] == L]:
-            self._ship(int(k))
-            self.pos[k] = 0
-            self.seg_obs[k, 0] = x[k]
-            if self.seg_frames is not None and frames is not None:
-                self.seg_frames[k, 0] = frames[k]
+        full = np.flatnonzero(self.pos == L)
+        if len(full):
+            self._hand_over(full, x, frames)
         self.active[idx[ended[idx]]] = False  # a partial segment at an episode's end is dropped
 
-    def _ship(self, k: int) -> None:
+    def _hand_over(self, full: np.ndarray, x: np.ndarray, frames: np.ndarray | None) -> None:
+        """Give the full segments of envs ``full`` to the labeller; start their next ones."""
         L = self.config.segment_length
-        seg = {
-            "obs": self.seg_obs[k].copy(),
-            "acts": self.seg_acts[k].copy(),
-            "rews": self.seg_rews[k].copy(),
-            "dones": self.seg_dones[k].copy(),
-            "episode": int(self.episode[k]),
-            "start": int(self.t[k] - L),
-        }
-        if self.seg_frames is not None:
-            seg["frames"] = self.seg_frames[k].copy()
-        self.stats["segments_recorded"] += 1
-        if self.runtime.send_segment(seg):  # type: ignore[union-attr]
-            self.stats["segments_sent"] += 1
-        else:
-            self.stats["segments_dropped"] += 1
+        ready: list[int] = []
+        for k in full.tolist():
+            self.stats["segments_recorded"] += 1
+            if not self.free:
+                self.free.extend(self.runtime.take_free())  # type: ignore[union-attr]
+            s = int(self.slot[k])
+            if self.free:
+                self.seg_meta[s] = (self.episode[k], self.t[k] - L)
+                ready.append(s)
+                s = self.slot[k] = self.free.pop()
+                self.stats["segments_sent"] += 1
+            else:  # the labeller is behind: drop this segment, refill its slot
+                self.stats["segments_dropped"] += 1
+            self.pos[k] = 0
+            self.seg_obs[s, 0] = x[k]
+            if self.seg_frames is not None and frames is not None:
+                self.seg_frames[s, 0] = frames[k]
+        if ready:
+            self.runtime.send_ready(ready)  # type: ignore[union-attr]
 
     # ------------------------------------------------------------ reward
     def poll(self) -> None:

@@ -20,11 +20,14 @@ itself under ``torch.inference_mode`` with one intra-op thread.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 from gymnasium import spaces
+from threadpoolctl import ThreadpoolController
 
 from prefrl.rewards.layers import EnsembleMLP
 from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
@@ -32,6 +35,32 @@ from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
 Array = np.ndarray
 RewardFn = Callable[[Array, Array, Array, Array], Array]
 """``(obs [n, ...], acts [n, ...], next_obs [n, ...], dones [n]) -> ensemble-mean reward [n]`` (float64)."""
+
+
+@functools.cache
+def _blas_libs() -> list[Any]:
+    """threadpoolctl controllers of the BLAS libraries loaded in this process (NumPy's among them)."""
+    return list(ThreadpoolController().select(user_api="blas").lib_controllers)
+
+
+class _OneBlasThread:
+    """Run NumPy's matrix products on one BLAS thread inside ``with``, then restore the setting.
+
+    The per-step products are small: a BLAS thread pool costs more in hand-offs (and in
+    spinning threads that take CPU from the agent and the background workers) than it saves.
+    """
+
+    def __enter__(self) -> None:
+        self._prev = []
+        for lib in _blas_libs():
+            n = lib.get_num_threads()
+            if n != 1:
+                lib.set_num_threads(1)
+                self._prev.append((lib, n))
+
+    def __exit__(self, *exc: object) -> None:
+        for lib, n in self._prev:
+            lib.set_num_threads(n)
 
 
 def _relu(h: Array) -> Array:
@@ -138,7 +167,8 @@ class FastReward:
         self._fn = fn
 
     def __call__(self, obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
-        return self._fn(obs, acts, next_obs, dones)
+        with _OneBlasThread():
+            return self._fn(obs, acts, next_obs, dones)
 
     @classmethod
     def of(cls, net: RewardNet) -> FastReward | None:
@@ -209,6 +239,43 @@ def _write_features(
     return x
 
 
+class _CnnBuffers:
+    """Reused patch and activation buffers of :func:`_cnn` for one batch size ``n``."""
+
+    def __init__(
+        self, n: int, hwc: tuple[int, int, int], layers: list[tuple[int, int, Array, Array]]
+    ) -> None:
+        self.patches: list[Array] = []  # [n*oh*ow, k*k*C] per layer (uint8 for the first)
+        self.patch_void: list[Array] = []  # the same memory as [n, oh, ow, k] runs of k*C values
+        self.outs: list[Array] = []  # [n*oh*ow, C_out]
+        self.shapes: list[tuple[int, int, int, int]] = []
+        hh, ww, cc = hwc
+        dtype: type = np.uint8
+        for k, s, dense, _ in layers:
+            oh, ow = (hh - k) // s + 1, (ww - k) // s + 1
+            p = np.empty((n * oh * ow, k * k * cc), dtype)
+            run = np.dtype((np.void, k * cc * p.itemsize))
+            self.patches.append(p)
+            self.patch_void.append(p.view(run).reshape(n, oh, ow, k))
+            self.outs.append(np.empty((n * oh * ow, dense.shape[1]), np.float32))
+            hh, ww, cc = oh, ow, dense.shape[1]
+            self.shapes.append((n, oh, ow, cc))
+            dtype = np.float32
+        self.first = np.empty(self.patches[0].shape, np.float32)
+
+
+def _patches(x: Array, k: int, s: int, out: Array) -> None:
+    """im2col of a channels-last batch ``x [n, H, W, C]`` into ``out [n, oh, ow, k]``.
+
+    ``out``'s items are runs of ``k*C`` values (a void dtype): the ``k`` kernel rows of each
+    output position are each one contiguous run of ``x``, so the copy moves ``n*oh*ow*k``
+    blocks instead of ``n*oh*ow*k*k*C`` scalars.
+    """
+    st = x.strides
+    src = np.ndarray(out.shape, out.dtype, x, 0, (st[0], s * st[1], s * st[2], st[1]))
+    np.copyto(out, src)
+
+
 def _cnn(net: CNNReward) -> FastReward | None:
     name = _activation_name(net.head)
     if name is None:
@@ -266,49 +333,36 @@ def _cnn(net: CNNReward) -> FastReward | None:
     d_vec = sum(p[1] for p in vec_parts)
     if d_vec != head_vec.shape[0]:
         return None
-    tail = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in _dense_tail(net.head)]
-    # the convolutions' matrix products run in torch (one intra-op thread): NumPy's BLAS may
-    # use a thread pool that costs far more than these small products on a busy machine
-    t_layers = [(k, s, torch.from_numpy(d), torch.from_numpy(b)) for k, s, d, b in layers]
-    t_head_img, t_head_vec, t_b1 = (
-        torch.from_numpy(head_img),
-        torch.from_numpy(head_vec),
-        torch.from_numpy(b1),
-    )
-    t_act = {"relu": torch.relu_, "tanh": torch.tanh_}.get(name)
-    if t_act is None:
-        return None
+    tail = _dense_tail(net.head)
+    act = _ACTS[name]
     chw = net.chw
+    bufs: dict[int, _CnnBuffers] = {}
     vbuf: dict[int, Array] = {}
 
     def fn(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
         n = len(acts)
-        threads = torch.get_num_threads()
-        if threads != 1:
-            torch.set_num_threads(1)
-        try:
-            with torch.inference_mode():
-                a = torch.from_numpy(np.ascontiguousarray(obs))
-                x = (a.permute(0, 2, 3, 1) if chw else a).to(torch.float32).contiguous()  # [n, H, W, C]
-                for k, s, dense, bias in t_layers:
-                    nn_, hh, ww, cc = x.shape
-                    ph, pw = (hh - k) // s + 1, (ww - k) // s + 1
-                    st = x.stride()
-                    patches = x.as_strided(
-                        (nn_, ph, pw, k, k, cc), (st[0], st[1] * s, st[2] * s, st[1], st[2], st[3])
-                    )
-                    y = torch.addmm(bias, patches.reshape(nn_ * ph * pw, cc * k * k), dense)
-                    x = t_act(y).view(nn_, ph, pw, -1)
-                z = torch.addmm(t_b1, x.reshape(n, -1), t_head_img)
-                if vec_parts:
-                    v = _write_features(vbuf, d_vec, vec_parts, (obs, acts, next_obs, dones))
-                    z.addmm_(torch.from_numpy(v), t_head_vec)
-                for w, b in tail:
-                    z = torch.addmm(b, t_act(z), w)
-                return z[:, 0].numpy().astype(np.float64)
-        finally:
-            if threads != 1:
-                torch.set_num_threads(threads)
+        b = bufs.get(n)
+        if b is None:
+            b = bufs[n] = _CnnBuffers(n, (h, w, c), layers)
+        x = np.asarray(obs)
+        if chw:
+            x = x.transpose(0, 2, 3, 1)
+        x = np.ascontiguousarray(x)  # [n, H, W, C] uint8
+        for li, (k, s, dense, bias) in enumerate(layers):
+            _patches(x, k, s, b.patch_void[li])
+            p = b.patches[li]
+            if li == 0:  # uint8 patches -> float32 (the 1/255 is in the weights)
+                np.copyto(b.first, p, casting="unsafe")
+                p = b.first
+            y = b.outs[li]
+            np.matmul(p, dense, out=y)
+            y += bias
+            x = act(y).reshape(b.shapes[li])
+        z = x.reshape(n, -1) @ head_img
+        z += b1
+        if vec_parts:
+            z += _write_features(vbuf, d_vec, vec_parts, (obs, acts, next_obs, dones)) @ head_vec
+        return _run_tail(z, tail, act)
 
     return FastReward(fn)
 

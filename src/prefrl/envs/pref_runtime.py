@@ -18,6 +18,7 @@ import torch
 from prefrl.envs import pref_shared as sh
 from prefrl.envs import pref_workers as pw
 from prefrl.envs.pref_config import PreferenceEnvConfig
+from prefrl.envs.pref_ring import RingSpec, SegmentRing, recv_slots, send_slots
 from prefrl.envs.pref_shared import SharedBoard
 
 
@@ -26,15 +27,25 @@ class BackgroundProcessError(RuntimeError):
 
 
 class Runtime:
-    """Shared board, queues and the labeller / trainer processes (as the mode needs)."""
+    """Shared board, segment ring, queues and the labeller / trainer processes (as the mode needs).
 
-    def __init__(self, config: PreferenceEnvConfig, state: dict[str, torch.Tensor], net_config: dict) -> None:
+    ``ring`` (a :class:`~prefrl.envs.pref_ring.RingSpec`) is needed when the mode labels.
+    """
+
+    def __init__(
+        self,
+        config: PreferenceEnvConfig,
+        state: dict[str, torch.Tensor],
+        net_config: dict,
+        ring: RingSpec | None = None,
+    ) -> None:
         self.config = config
         self.board = SharedBoard.create(state)
         self.procs: dict[str, Any] = {}
         self.closed = False
         self.failure: str | None = None
-        self.segments: Any = None
+        self.ring: SegmentRing | None = None
+        self._pipes: list[Any] = []
         if not (config.labels or config.trains):
             return
         ctx = mp.get_context(config.context_method())
@@ -66,9 +77,15 @@ class Runtime:
         self.procs["trainer"] = ctx.Process(
             target=pw.run_worker, args=args, daemon=True, name="prefrl-trainer"
         )
+        child_ends = [alive_r]
         if config.labels:
-            self.segments = ctx.Queue(maxsize=config.queue_size)
-            self._queues.append(self.segments)
+            if ring is None:
+                raise ValueError("a labelling mode needs the segment ring's shapes")
+            self.ring = SegmentRing.create(ring)
+            ready_r, self._ready_w = ctx.Pipe(duplex=False)  # finished slots: environment -> labeller
+            self._free_r, free_w = ctx.Pipe(duplex=False)  # copied-out slots: labeller -> environment
+            self._pipes = [self._ready_w, self._free_r]
+            child_ends += [ready_r, free_w]
             lab = pw.LabellerSettings(
                 teacher=config.teacher,
                 run=config.run,
@@ -77,13 +94,15 @@ class Runtime:
                 pairs_per_segment=config.pairs_per_segment,
                 max_preferences=config.max_preferences,
             )
-            args = ("labeller", links, pw.labeller, lab, self.segments, prefs)
+            ring_link = pw.RingLink(self.ring.name, ring, ready_r, free_w)
+            args = ("labeller", links, pw.labeller, lab, ring_link, prefs)
             self.procs["labeller"] = ctx.Process(
                 target=pw.run_worker, args=args, daemon=True, name="prefrl-labeller"
             )
         for p in self.procs.values():
             p.start()
-        alive_r.close()
+        for end in child_ends:
+            end.close()
 
     # ------------------------------------------------------------ health
     def check(self) -> None:
@@ -107,13 +126,16 @@ class Runtime:
             self.shutdown()
             raise BackgroundProcessError(self.failure)
 
-    def send_segment(self, seg: dict[str, Any]) -> bool:
-        """Offer a segment to the labeller; ``False`` if its queue is full (the segment is dropped)."""
+    def send_ready(self, slots: list[int]) -> None:
+        """Hand finished segments (ring slot numbers) to the labeller."""
+        send_slots(self._ready_w, slots)
+
+    def take_free(self) -> list[int]:
+        """Slots the labeller has copied out since the last call (never blocks)."""
         try:
-            self.segments.put_nowait(seg)
-            return True
-        except queue.Full:
-            return False
+            return recv_slots(self._free_r)
+        except (EOFError, OSError):  # the labeller is gone; check() reports why
+            return []
 
     def request(self, cmd: tuple, timeout: float = 120.0) -> Any:
         """Send a command to the trainer and wait for its reply (raising worker errors)."""
@@ -155,4 +177,8 @@ class Runtime:
             for q in self._queues:
                 q.cancel_join_thread()
                 q.close()
+        for c in self._pipes:
+            c.close()
+        if self.ring is not None:
+            self.ring.close()
         self.board.close()

@@ -1,7 +1,8 @@
 """Background processes of :class:`~prefrl.envs.preference_env.PreferenceEnv`.
 
-- The **labeller** receives finished segments (dicts of NumPy arrays), pairs each new
-  segment with a recent one, asks the teacher and forwards every answer to the trainer.
+- The **labeller** copies finished segments out of the shared segment ring
+  (:mod:`prefrl.envs.pref_ring`), pairs each new segment with a recent one, asks the
+  teacher and forwards every answer to the trainer.
 - The **trainer** keeps the growing :class:`~prefrl.data.PreferenceDataset`, fits the
   reward network on it and publishes new weights on the shared board.
 
@@ -29,14 +30,21 @@ import torch
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
 from prefrl.envs import pref_shared as sh
+from prefrl.envs.pref_ring import RingSpec, Segment, SegmentRing, recv_slots, send_slots
 from prefrl.envs.pref_shared import SharedBoard, TensorSlot
 from prefrl.rewards.encode import fragment_rewards
 from prefrl.rewards.io import build_reward_net, save_reward_net
 from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig
 
-Segment = dict[str, Any]
-"""``obs [L+1, ...]``, ``acts [L, ...]``, ``rews [L]``, ``dones [L]``, optional ``frames
-[L+1, H, W, 3]``, and provenance ``episode``, ``start`` (ints)."""
+
+@dataclass
+class RingLink:
+    """The labeller's side of the segment ring: block name, shapes and the two slot pipes."""
+
+    name: str
+    spec: RingSpec
+    ready: Any  # read end: slot numbers of finished segments
+    free: Any  # write end: slot numbers copied out, free again
 
 
 @dataclass
@@ -172,9 +180,38 @@ def fragments_to_message(f: Fragments) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------- labeller
-def labeller(board: SharedBoard, guard: Guard, settings: LabellerSettings, segments: Any, prefs: Any) -> None:
+def labeller(
+    board: SharedBoard, guard: Guard, settings: LabellerSettings, link: RingLink, prefs: Any
+) -> None:
     """Pair incoming segments and label them; forward ``(fragments, pairs, labels)`` to the trainer."""
     prefs.cancel_join_thread()  # never block exit on a trainer that stopped reading
+    ring = SegmentRing.attach(link.name, link.spec)
+    try:
+        _label(board, guard, settings, ring, link, prefs)
+    finally:
+        ring.close()
+
+
+def _take_segments(ring: SegmentRing, link: RingLink) -> list[Segment]:
+    """Copy out the segments handed over since the last call (waiting up to 0.1 s) and free their slots."""
+    try:
+        slots = recv_slots(link.ready, timeout=0.1)
+    except (EOFError, OSError):  # the environment process closed its end or died
+        raise Stop from None
+    new = [ring.read(s) for s in slots]
+    if slots:
+        send_slots(link.free, slots)
+    return new
+
+
+def _label(
+    board: SharedBoard,
+    guard: Guard,
+    settings: LabellerSettings,
+    ring: SegmentRing,
+    link: RingLink,
+    prefs: Any,
+) -> None:
     teacher = make_teacher(settings.teacher, settings.run, settings.seed)
     asynchronous = is_async(teacher)
     rng = np.random.default_rng(settings.seed)
@@ -183,13 +220,7 @@ def labeller(board: SharedBoard, guard: Guard, settings: LabellerSettings, segme
     credit = 0.0
     while True:
         guard.check()
-        new: list[Segment] = []
-        try:
-            new.append(segments.get(timeout=0.1))
-            while len(new) < 256:
-                new.append(segments.get_nowait())
-        except queue.Empty:
-            pass
+        new = _take_segments(ring, link)
         board.ints[sh.SEGMENTS_LABELLED] += len(new)
         chosen: list[Segment] = []
         idx: list[tuple[int, int]] = []
