@@ -6,6 +6,11 @@ processes work in the background. Random actions, so the figure is the wrapper's
 overhead; an agent's policy would add the same cost to both sides. Optionally runs the
 hand-written training loop example and reports the true return the agent reaches.
 
+The two are timed in alternating rounds (a shared machine's speed drifts by 20% within a
+minute); while the unwrapped env is timed, the wrapper's background processes are paused
+(SIGSTOP), so the unwrapped figure has the machine to itself and the ratio includes what
+the background labelling and training cost the environment process.
+
 Prints JSON as its last line.
 
     python benchmarks/preference_env_speed.py --seconds 10 --learn-steps 100000
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -35,7 +41,9 @@ ENV = "prefrl/MovingDot-v0"
 @dataclass
 class Args:
     seconds: float = 10.0
-    """Measurement time per configuration."""
+    """Measurement time per configuration and side (split into ``rounds``)."""
+    rounds: int = 5
+    """Alternating rounds of unwrapped / wrapped timing; the ratio is their median."""
     warmup_s: float = 15.0
     """Stepping before measuring the wrapped env, so reward training is under way."""
     num_envs: tuple[int, ...] = (1, 8)
@@ -58,24 +66,38 @@ def steps_per_s(env: gym.vector.VectorEnv, seconds: float) -> float:
     return n / (time.perf_counter() - t0)
 
 
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        os.kill(pid, sig)
+
+
 def measure(num_envs: int, args: Args) -> dict[str, float]:
     def make() -> gym.vector.VectorEnv:
         return gym.make_vec(ENV, num_envs=num_envs, vectorization_mode="sync", obs_type=args.obs_type)
 
     base = make()
-    plain = steps_per_s(base, args.seconds)
-    base.close()
     env = PreferenceVectorEnv(make(), learned_after=0, segment_length=25, max_preferences=2000)
     steps_per_s(env, args.warmup_s)
-    wrapped = steps_per_s(env, args.seconds)
+    workers = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
+    steps0 = env.metrics()["reward_train_steps"]
+    plain, wrapped = [], []
+    for _ in range(args.rounds):
+        _signal(workers, signal.SIGSTOP)
+        try:
+            plain.append(steps_per_s(base, args.seconds / args.rounds))
+        finally:
+            _signal(workers, signal.SIGCONT)
+        wrapped.append(steps_per_s(env, args.seconds / args.rounds))
     m = env.metrics()
     env.close()
+    base.close()
     return {
         "num_envs": num_envs,
-        "unwrapped_steps_per_s": plain,
-        "wrapped_steps_per_s": wrapped,
-        "ratio": wrapped / plain,
-        "reward_train_steps_during_run": m["reward_train_steps"],
+        "unwrapped_steps_per_s": float(np.median(plain)),
+        "wrapped_steps_per_s": float(np.median(wrapped)),
+        "ratio": float(np.median(np.array(wrapped) / np.array(plain))),
+        "ratio_per_round": [round(w / p, 3) for w, p in zip(wrapped, plain)],
+        "reward_train_steps_while_timed": m["reward_train_steps"] - steps0,
         "weight_updates": m["weight_updates"],
         "segments_dropped": m["segments_dropped"],
         "preferences": m["preferences"],

@@ -37,6 +37,11 @@ RewardFn = Callable[[Array, Array, Array, Array], Array]
 """``(obs [n, ...], acts [n, ...], next_obs [n, ...], dones [n]) -> ensemble-mean reward [n]`` (float64)."""
 
 
+BLAS_THREADED_WORK = 65536
+"""Matrix products with more multiply-adds may run on several BLAS threads (OpenBLAS's
+default threshold is four times this)."""
+
+
 @functools.cache
 def _blas_libs() -> list[Any]:
     """threadpoolctl controllers of the BLAS libraries loaded in this process (NumPy's among them)."""
@@ -163,10 +168,18 @@ class FastReward:
     arrays ``obs [n, ...]``, ``acts [n, ...]``, ``next_obs [n, ...]``, ``dones [n]``.
     """
 
-    def __init__(self, fn: Callable[[Array, Array, Array, Array], Array]) -> None:
+    def __init__(self, fn: Callable[[Array, Array, Array, Array], Array], work: Callable[[int], int]) -> None:
         self._fn = fn
+        self._work = work  # batch size -> multiply-adds of the largest matrix product
+        self._guard: dict[int, bool] = {}
 
     def __call__(self, obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
+        n = len(acts)
+        guard = self._guard.get(n)
+        if guard is None:
+            guard = self._guard[n] = self._work(n) > BLAS_THREADED_WORK
+        if not guard:  # too small for BLAS to use threads: skip the (costly) thread switch
+            return self._fn(obs, acts, next_obs, dones)
         with _OneBlasThread():
             return self._fn(obs, acts, next_obs, dones)
 
@@ -218,7 +231,8 @@ def _mlp(net: MLPReward) -> FastReward | None:
         h += b1
         return _run_tail(h, tail, act)
 
-    return FastReward(fn)
+    widest = max(w.size for w, _ in [(w1, b1), *tail])
+    return FastReward(fn, lambda n: n * widest)
 
 
 def _write_features(
@@ -240,28 +254,41 @@ def _write_features(
 
 
 class _CnnBuffers:
-    """Reused patch and activation buffers of :func:`_cnn` for one batch size ``n``."""
+    """Reused buffers of :func:`_cnn` for one batch size ``n``.
 
-    def __init__(
-        self, n: int, hwc: tuple[int, int, int], layers: list[tuple[int, int, Array, Array]]
-    ) -> None:
-        self.patches: list[Array] = []  # [n*oh*ow, k*k*C] per layer (uint8 for the first)
-        self.patch_void: list[Array] = []  # the same memory as [n, oh, ow, k] runs of k*C values
-        self.outs: list[Array] = []  # [n*oh*ow, C_out]
+    Per layer: ``inputs`` ``[n*oh*ow, k*k*C + 1]`` float32 patch rows whose last column is
+    1 (the bias is the weight matrix's last row), written through ``runs``, the same memory
+    seen as ``[n, oh, ow, k]`` runs of ``k*C`` values (the first layer's runs go to a uint8
+    buffer, cast after); ``outs`` ``[n*oh*ow, C_out]`` with ``outs_t``, torch views of them
+    for the in-place ReLU (NumPy's ``maximum`` is 3x slower: it propagates NaNs).
+    """
+
+    def __init__(self, n: int, hwc: tuple[int, int, int], layers: list[tuple[int, int, Array]]) -> None:
+        self.inputs: list[Array] = []
+        self.runs: list[Array] = []
+        self.outs: list[Array] = []
+        self.outs_t: list[torch.Tensor] = []
         self.shapes: list[tuple[int, int, int, int]] = []
         hh, ww, cc = hwc
-        dtype: type = np.uint8
-        for k, s, dense, _ in layers:
+        for li, (k, s, dense) in enumerate(layers):
             oh, ow = (hh - k) // s + 1, (ww - k) // s + 1
-            p = np.empty((n * oh * ow, k * k * cc), dtype)
-            run = np.dtype((np.void, k * cc * p.itemsize))
-            self.patches.append(p)
-            self.patch_void.append(p.view(run).reshape(n, oh, ow, k))
-            self.outs.append(np.empty((n * oh * ow, dense.shape[1]), np.float32))
+            m, kk = n * oh * ow, k * k * cc
+            inp = np.empty((m, kk + 1), np.float32)
+            inp[:, kk] = 1.0
+            runs_in = inp
+            if li == 0:  # uint8 patches (and the ones column), cast to ``inp`` after
+                self.first_u8 = runs_in = np.ones((m, kk + 1), np.uint8)
+            item, row = k * cc * runs_in.itemsize, (kk + 1) * runs_in.itemsize
+            runs = np.ndarray(
+                (n, oh, ow, k), np.dtype((np.void, item)), runs_in, 0, (oh * ow * row, ow * row, row, item)
+            )
+            out = np.empty((m, dense.shape[1]), np.float32)
+            self.inputs.append(inp)
+            self.runs.append(runs)
+            self.outs.append(out)
+            self.outs_t.append(torch.from_numpy(out))
             hh, ww, cc = oh, ow, dense.shape[1]
             self.shapes.append((n, oh, ow, cc))
-            dtype = np.float32
-        self.first = np.empty(self.patches[0].shape, np.float32)
 
 
 def _patches(x: Array, k: int, s: int, out: Array) -> None:
@@ -283,8 +310,9 @@ def _cnn(net: CNNReward) -> FastReward | None:
     e = net.ensemble_size
     c, h, w = net.image_shape
     convs = [m for m in net.conv if isinstance(m, torch.nn.Conv2d)]
-    # conv layers as (kernel, stride, W [in*k*k, out_total], b) on channels-last activations
-    layers: list[tuple[int, int, Array, Array]] = []
+    # conv layers as (kernel, stride, W [k*k*in + 1, out_total]) on channels-last activations,
+    # rows (ky, kx, channel) and the bias last
+    layers: list[tuple[int, int, Array]] = []
     for i, conv in enumerate(convs):
         wt = conv.weight.detach().cpu().numpy().astype(np.float32)  # [E*out, in, k, k]
         k, s = int(conv.kernel_size[0]), int(conv.stride[0])
@@ -306,10 +334,10 @@ def _cnn(net: CNNReward) -> FastReward | None:
         # rows (channel, ky, kx) -> (ky, kx, channel): patches then copy runs of k*channels floats
         cc = dense.shape[0] // (k * k)
         dense = dense.reshape(cc, k, k, -1).transpose(1, 2, 0, 3).reshape(k * k * cc, -1)
-        layers.append((k, s, np.ascontiguousarray(dense, np.float32), bias))
+        layers.append((k, s, np.ascontiguousarray(np.vstack([dense, bias[None]]), np.float32)))
     # output size of the convolutions
     oh, ow, oc = h, w, c
-    for k, s, dense, _ in layers:
+    for k, s, dense in layers:
         oh, ow, oc = (oh - k) // s + 1, (ow - k) // s + 1, dense.shape[1] // e
     f = oc * oh * ow
     w1 = net.head.layers[0].weight.detach().cpu().numpy().astype(np.float32)  # [E, F + vec, H]
@@ -335,6 +363,7 @@ def _cnn(net: CNNReward) -> FastReward | None:
         return None
     tail = _dense_tail(net.head)
     act = _ACTS[name]
+    relu = name == "relu"
     chw = net.chw
     bufs: dict[int, _CnnBuffers] = {}
     vbuf: dict[int, Array] = {}
@@ -348,23 +377,29 @@ def _cnn(net: CNNReward) -> FastReward | None:
         if chw:
             x = x.transpose(0, 2, 3, 1)
         x = np.ascontiguousarray(x)  # [n, H, W, C] uint8
-        for li, (k, s, dense, bias) in enumerate(layers):
-            _patches(x, k, s, b.patch_void[li])
-            p = b.patches[li]
+        for li, (k, s, dense) in enumerate(layers):
+            _patches(x, k, s, b.runs[li])
+            p = b.inputs[li]
             if li == 0:  # uint8 patches -> float32 (the 1/255 is in the weights)
-                np.copyto(b.first, p, casting="unsafe")
-                p = b.first
+                np.copyto(p, b.first_u8, casting="unsafe")
             y = b.outs[li]
             np.matmul(p, dense, out=y)
-            y += bias
-            x = act(y).reshape(b.shapes[li])
+            if relu:
+                b.outs_t[li].relu_()
+            else:
+                act(y)
+            x = y.reshape(b.shapes[li])
         z = x.reshape(n, -1) @ head_img
         z += b1
         if vec_parts:
             z += _write_features(vbuf, d_vec, vec_parts, (obs, acts, next_obs, dones)) @ head_vec
         return _run_tail(z, tail, act)
 
-    return FastReward(fn)
+    def work(n: int) -> int:
+        b = _CnnBuffers(1, (h, w, c), layers)
+        return n * max([p.size * d.shape[1] for p, (_, _, d) in zip(b.inputs, layers)] + [head_img.size])
+
+    return FastReward(fn, work)
 
 
 class TorchReward:

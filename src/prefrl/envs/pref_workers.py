@@ -179,6 +179,17 @@ def fragments_to_message(f: Fragments) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def merge_messages(
+    msgs: list[tuple[dict[str, Any], np.ndarray, np.ndarray]],
+) -> tuple[Fragments, np.ndarray, np.ndarray]:
+    """``(fragments, pairs, labels)`` of several labeller messages as one batch."""
+    frags = [Fragments(**m[0]) for m in msgs]
+    offsets = np.cumsum([0] + [len(f) for f in frags[:-1]])
+    pairs = np.concatenate([np.asarray(m[1], np.int64).reshape(-1, 2) + o for m, o in zip(msgs, offsets)])
+    labels = np.concatenate([np.asarray(m[2], np.float32) for m in msgs])
+    return (frags[0] if len(frags) == 1 else Fragments.concat(frags)), pairs, labels
+
+
 # --------------------------------------------------------------- labeller
 def labeller(
     board: SharedBoard, guard: Guard, settings: LabellerSettings, link: RingLink, prefs: Any
@@ -204,6 +215,14 @@ def _take_segments(ring: SegmentRing, link: RingLink) -> list[Segment]:
     return new
 
 
+def _ref(seg: Segment, chosen: list[Segment], where: dict[int, int]) -> int:
+    """Index of ``seg`` in ``chosen``, appending it the first time."""
+    if id(seg) not in where:
+        where[id(seg)] = len(chosen)
+        chosen.append(seg)
+    return where[id(seg)]
+
+
 def _label(
     board: SharedBoard,
     guard: Guard,
@@ -222,16 +241,18 @@ def _label(
         guard.check()
         new = _take_segments(ring, link)
         board.ints[sh.SEGMENTS_LABELLED] += len(new)
-        chosen: list[Segment] = []
+        chosen: list[Segment] = []  # each segment once per batch, however many pairs use it
+        where: dict[int, int] = {}
         idx: list[tuple[int, int]] = []
+
         for seg in new:
             credit += settings.pairs_per_segment
             while pool and credit >= 1.0:
                 if settings.max_preferences is not None and asked >= settings.max_preferences:
                     break
                 other = pool[int(rng.integers(len(pool)))]
-                idx.append((len(chosen), len(chosen) + 1))
-                chosen += [seg, other] if rng.random() < 0.5 else [other, seg]
+                first, second = (seg, other) if rng.random() < 0.5 else (other, seg)
+                idx.append((_ref(first, chosen, where), _ref(second, chosen, where)))
                 credit -= 1.0
                 asked += 1
             credit = min(credit, 1.0)
@@ -313,14 +334,15 @@ def trainer(
     while True:
         guard.check()
         waiting = not s.train or len(ds) < s.min_preferences
+        msgs = []
         try:
-            msg = prefs.get(timeout=0.1 if waiting else 0.0) if waiting else prefs.get_nowait()
-            while True:
-                frag = Fragments(**msg[0])
-                ds.add(frag, msg[1], msg[2])
-                msg = prefs.get_nowait()
+            msgs.append(prefs.get(timeout=0.1) if waiting else prefs.get_nowait())
+            while len(msgs) < 4096:
+                msgs.append(prefs.get_nowait())
         except queue.Empty:
             pass
+        if msgs:  # one add per pass: each add copies the dataset's whole table once
+            ds.add(*merge_messages(msgs))
         board.ints[sh.PAIRS] = len(ds)
         while True:
             try:
