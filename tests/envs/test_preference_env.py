@@ -280,6 +280,60 @@ def test_vector_envs(mode: str) -> None:
     env.close()
 
 
+class _Counter(gym.Env):
+    """``obs = [episode id, t, last action]``, reward ``t``; episodes of 7 to 13 steps."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    action_space = gym.spaces.Discrete(4)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.ep, self.t, self.length = (
+            float(self.np_random.integers(1 << 20)),
+            0,
+            int(self.np_random.integers(7, 14)),
+        )
+        return np.array([self.ep, 0, -1], np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return (
+            np.array([self.ep, self.t, action], np.float32),
+            float(self.t),
+            False,
+            self.t >= self.length,
+            {},
+        )
+
+
+@pytest.mark.parametrize("autoreset", ["next", "same"])
+def test_recorded_segments_are_exact_transitions(tmp_path: Path, autoreset: str) -> None:
+    mode = gym.vector.AutoresetMode.NEXT_STEP if autoreset == "next" else gym.vector.AutoresetMode.SAME_STEP
+    venv = gym.vector.SyncVectorEnv([_Counter] * 3, autoreset_mode=mode)
+    env = PreferenceVectorEnv(venv, mode="collect", segment_length=4, queue_size=500, pool_size=8)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        env.step(rng.integers(0, 4, 3))
+    end = time.monotonic() + 30
+    while env.metrics()["preferences"] < 100 and time.monotonic() < end:
+        time.sleep(0.1)
+    path = env.save_preferences(tmp_path / "p.npz", val_fraction=None)[0]
+    m = env.metrics()
+    env.close()
+    assert m["segments_dropped"] == 0 and m["segments_sent"] >= 200
+    f = PreferenceDataset.load(path).fragments
+    assert f is not None and len(f) >= 100
+    obs = f.table_obs[f.rows[:, None] + np.arange(5)]  # [N, L+1, 3]
+    acts = f.table_acts[f.rows[:, None] + np.arange(4)]
+    rews = f.table_rews[f.rows[:, None] + np.arange(4)]
+    assert np.all(obs[:, :, 0] == obs[:, :1, 0])  # one episode per segment
+    assert np.all(np.diff(obs[:, :, 1], axis=1) == 1)  # consecutive steps
+    np.testing.assert_array_equal(acts, obs[:, 1:, 2])  # the action that led to each obs
+    np.testing.assert_array_equal(rews, obs[:, 1:, 1])  # the reward of that step
+    np.testing.assert_array_equal(f.start, obs[:, 0, 1])  # provenance: start step in its episode
+
+
 # ------------------------------------------------------------------ lean per-step reward
 def _lean_cases() -> list[tuple[str, Callable[[], RewardNet], tuple[int, ...], type]]:
     box = gym.spaces.Box(0.0, 1.0, (4,), np.float32)

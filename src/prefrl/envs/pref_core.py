@@ -146,6 +146,9 @@ class PreferenceCore:
         if self.seg_frames is not None:
             self._frame_rows = self.seg_frames.reshape(S * (L + 1), *self.seg_frames.shape[2:])
         self.slot = np.arange(n)  # the ring slot each env is filling
+        self._row_t = self.slot * L  # its first row in the flat [S*L, ...] views
+        self._row_o = self.slot * (L + 1) + 1  # its row for the obs after the first step in [S*(L+1), ...]
+        self._until_full = L
         self.free = list(range(S - 1, n - 1, -1))  # slots nobody uses (popped from the end)
         self._all = np.arange(n)
         self.pos = np.zeros(n, np.int64)
@@ -170,6 +173,7 @@ class PreferenceCore:
         self.seg_obs[self.slot[idx], 0] = x[idx]
         if self.seg_frames is not None and frames is not None:
             self.seg_frames[self.slot[idx], 0] = frames[idx]
+        self._refresh_until_full()
 
     def record(
         self,
@@ -183,28 +187,50 @@ class PreferenceCore:
     ) -> None:
         """Record transitions of envs ``idx`` into their ring slots; hand over full segments."""
         L = self.config.segment_length
-        if len(idx) == self.n and self.active.all():  # the common case: no fancy-indexed input copies
-            i, xi, ai, ri, di, fi = self._all, x, acts, rews, terminated, frames
-        else:
-            i = idx[self.active[idx]]
-            xi, ai, ri, di = x[i], acts[i], rews[i], terminated[i]
-            fi = frames[i] if frames is not None else None
+        if idx is self._all and self.active.all():  # the common case: plain indexing, no input copies
+            p = self.pos
+            self._acts_rows[self._row_t + p] = acts
+            self._rews_rows[self._row_t + p] = rews
+            self._dones_rows[self._row_t + p] = terminated
+            self._obs_rows[self._row_o + p] = x
+            if self._frame_rows is not None and frames is not None:
+                self._frame_rows[self._row_o + p] = frames
+            p += 1
+            self.t += 1
+            self._until_full -= 1
+            if self._until_full <= 0:
+                self._hand_over(np.flatnonzero(p == L), x, frames)
+            if ended.any():
+                self._end(ended)
+            return
+        i = idx[self.active[idx]]
+        xi, ai, ri, di = x[i], acts[i], rews[i], terminated[i]
+        fi = frames[i] if frames is not None else None
         p = self.pos[i]
-        slot = self.slot[i]
-        row = slot * L + p  # flat rows of the transition in [S*L, ...] and of its next obs in [S*(L+1), ...]
-        self._acts_rows[row] = ai
-        self._rews_rows[row] = ri
-        self._dones_rows[row] = di
-        row += slot + 1
-        self._obs_rows[row] = xi
+        self._acts_rows[self._row_t[i] + p] = ai
+        self._rews_rows[self._row_t[i] + p] = ri
+        self._dones_rows[self._row_t[i] + p] = di
+        self._obs_rows[self._row_o[i] + p] = xi
         if self._frame_rows is not None and fi is not None:
-            self._frame_rows[row] = fi
+            self._frame_rows[self._row_o[i] + p] = fi
         self.pos[i] += 1
         self.t[i] += 1
         full = np.flatnonzero(self.pos == L)
         if len(full):
             self._hand_over(full, x, frames)
-        self.active[idx[ended[idx]]] = False  # a partial segment at an episode's end is dropped
+        mask = np.zeros(self.n, bool)
+        mask[idx] = ended[idx]
+        self._end(mask)
+
+    def _end(self, ended: np.ndarray) -> None:
+        """Envs ``ended`` (``[n]`` bool) finished episodes: their partial segments are dropped."""
+        self.active[ended] = False
+        self._refresh_until_full()
+
+    def _refresh_until_full(self) -> None:
+        """Steps until the next active env fills its segment (then :meth:`record` looks which)."""
+        pos = self.pos[self.active]
+        self._until_full = self.config.segment_length - (int(pos.max()) if len(pos) else 0)
 
     def _hand_over(self, full: np.ndarray, x: np.ndarray, frames: np.ndarray | None) -> None:
         """Give the full segments of envs ``full`` to the labeller; start their next ones."""
@@ -219,6 +245,7 @@ class PreferenceCore:
                 self.seg_meta[s] = (self.episode[k], self.t[k] - L)
                 ready.append(s)
                 s = self.slot[k] = self.free.pop()
+                self._row_t[k], self._row_o[k] = s * L, s * (L + 1) + 1
                 self.stats["segments_sent"] += 1
             else:  # the labeller is behind: drop this segment, refill its slot
                 self.stats["segments_dropped"] += 1
@@ -228,6 +255,7 @@ class PreferenceCore:
                 self.seg_frames[s, 0] = frames[k]
         if ready:
             self.runtime.send_ready(ready)  # type: ignore[union-attr]
+        self._refresh_until_full()
 
     # ------------------------------------------------------------ reward
     def poll(self) -> None:
@@ -299,16 +327,18 @@ class PreferenceCore:
         """
         self.poll()
         learned = self.learned_active
-        out = rews.astype(np.float64)
+        resets = reset_step is not None and bool(reset_step.any())
         if learned:
             out = self.predict(self.cur, acts, x, terminated)
-            if reset_step is not None:
+            if resets:
                 out[reset_step] = 0.0
-        if self.config.labels:
-            idx = np.arange(self.n) if reset_step is None else np.flatnonzero(~reset_step)
+        else:
+            out = rews.astype(np.float64)
+        if self.runtime is not None and self.runtime.ring is not None:
+            idx = np.flatnonzero(~reset_step) if resets else self._all  # type: ignore[operator]
             self.record(acts, x, rews, terminated, terminated | truncated, frames, idx)
-            if reset_step is not None and reset_step.any():
-                self.on_reset(x, frames, np.flatnonzero(reset_step))
+            if resets:
+                self.on_reset(x, frames, np.flatnonzero(reset_step))  # type: ignore[arg-type]
         self.cur[...] = x
         return out, learned
 

@@ -154,11 +154,14 @@ def _vec_writer(space: spaces.Space) -> tuple[int, Callable[[Array, Array], None
 
 
 def _run_tail(h: Array, tail: list[tuple[Array, Array]], act: Callable[[Array], Array]) -> Array:
-    for w, b in tail:
+    """The layers after the first on pre-activations ``h [n, H]``; the reward ``[n]`` (float64)."""
+    *hidden, (w_out, b_out) = tail
+    for w, b in hidden:
         h = act(h)
         h = h @ w
         h += b
-    return h[:, 0].astype(np.float64)
+    r = act(h) @ w_out[:, 0]
+    return r.astype(np.float64) + float(b_out[0])
 
 
 class FastReward:
@@ -364,6 +367,11 @@ def _cnn(net: CNNReward) -> FastReward | None:
     tail = _dense_tail(net.head)
     act = _ACTS[name]
     relu = name == "relu"
+    # a Discrete action alone: its one-hot product is a row of head_vec (the bias folded in)
+    rows_by_action = None
+    if net.use_act and not net.use_done and isinstance(net.action_space, spaces.Discrete):
+        rows_by_action = head_vec + b1
+        a_start = int(net.action_space.start)
     chw = net.chw
     bufs: dict[int, _CnnBuffers] = {}
     vbuf: dict[int, Array] = {}
@@ -390,6 +398,10 @@ def _cnn(net: CNNReward) -> FastReward | None:
                 act(y)
             x = y.reshape(b.shapes[li])
         z = x.reshape(n, -1) @ head_img
+        if rows_by_action is not None:
+            a = np.asarray(acts).reshape(n)
+            z += rows_by_action.take(a - a_start if a_start else a, axis=0, mode="clip")
+            return _run_tail(z, tail, act)
         z += b1
         if vec_parts:
             z += _write_features(vbuf, d_vec, vec_parts, (obs, acts, next_obs, dones)) @ head_vec

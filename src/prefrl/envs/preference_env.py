@@ -238,7 +238,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         rews64 = np.asarray(rews, np.float64)
         term, trunc = np.asarray(terminated, bool), np.asarray(truncated, bool)
         if self.autoreset == AutoresetMode.NEXT_STEP:
-            reset_step = self._needs_reset.copy()
+            reset_step = self._needs_reset
             self._needs_reset = term | trunc
             out, learned = self._core.step(acts, x, rews64, term, trunc, frames, reset_step)
         else:  # SAME_STEP: ended envs already show their reset obs; the final one is in infos
@@ -252,7 +252,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
             if len(done):
                 self._core.on_reset(x, frames, done)
         infos = dict(infos)
-        infos["true_reward"] = np.asarray(rews, np.float64)
+        infos["true_reward"] = rews64 if rews64 is not rews else rews64.copy()
         infos["_true_reward"] = np.ones(self.num_envs, bool)
         infos["reward_source"] = "learned" if learned else "true"
         return obs, out, term, trunc, infos
