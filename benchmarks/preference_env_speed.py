@@ -42,7 +42,7 @@ ENV = "prefrl/MovingDot-v0"
 class Args:
     seconds: float = 10.0
     """Measurement time per configuration and side (split into ``rounds``)."""
-    rounds: int = 5
+    rounds: int = 20
     """Alternating rounds of unwrapped / wrapped timing; the ratio is their median."""
     warmup_s: float = 15.0
     """Stepping before measuring the wrapped env, so reward training is under way."""

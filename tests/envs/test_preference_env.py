@@ -222,7 +222,7 @@ def test_close_and_garbage_collection_stop_processes() -> None:
     env = PreferenceEnv(state_env(), **FAST)
     env.reset(seed=0)
     pids = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
-    assert len(pids) == 2 and all(alive(p) for p in pids)
+    assert len(pids) == 3 and all(alive(p) for p in pids)  # labeller, trainer, rewarder
     env.close()
     assert wait_gone(pids, 10)
     env = PreferenceEnv(state_env(), **FAST)
@@ -252,7 +252,7 @@ def test_killing_the_main_process_leaves_no_orphans(tmp_path: Path) -> None:
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]
         pids = [int(x) for x in line.split()]
-        assert len(pids) == 2 and all(alive(p) for p in pids)
+        assert len(pids) == 3 and all(alive(p) for p in pids)  # labeller, trainer, rewarder
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         assert wait_gone(pids, 15), "background processes outlived the killed main process"
@@ -332,6 +332,29 @@ def test_recorded_segments_are_exact_transitions(tmp_path: Path, autoreset: str)
     np.testing.assert_array_equal(acts, obs[:, 1:, 2])  # the action that led to each obs
     np.testing.assert_array_equal(rews, obs[:, 1:, 1])  # the reward of that step
     np.testing.assert_array_equal(f.start, obs[:, 0, 1])  # provenance: start step in its episode
+
+
+@pytest.mark.parametrize("obs_type", ["state", "pixels"])
+@pytest.mark.parametrize("process", [True, False])
+def test_rewarder_process_gives_the_networks_rewards(tmp_path: Path, obs_type: str, process: bool) -> None:
+    venv = gym.make_vec(ENV, num_envs=3, vectorization_mode="sync", obs_type=obs_type, size=40)
+    net = default_net(venv.single_observation_space, venv.single_action_space)  # type: ignore[arg-type]
+    path = save_reward_net(net, tmp_path / "r.safetensors")
+    env = PreferenceVectorEnv(
+        venv, reward_path=str(path), learned_after=0, max_train_steps=0, normalize=False,
+        reward_process=process, **FAST,
+    )  # fmt: skip
+    obs, _ = env.reset(seed=0)
+    assert ("rewarder" in env._core.runtime.procs) == process  # type: ignore[union-attr]
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        a = rng.integers(0, 5, 3)
+        nxt, r, *_, info = env.step(a)
+        want, _ = net.predict(obs, a, nxt)
+        assert info["reward_source"] == "learned"
+        np.testing.assert_allclose(r, want, rtol=1e-4, atol=1e-5)
+        obs = nxt
+    env.close()
 
 
 # ------------------------------------------------------------------ lean per-step reward

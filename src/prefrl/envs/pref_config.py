@@ -75,7 +75,12 @@ class PreferenceEnvConfig:
     start_method: str | None = None
     """``multiprocessing`` start method: ``forkserver`` (default on POSIX) or ``spawn``."""
     niceness: int = 5
-    """Background processes run at this lower priority."""
+    """The labeller and trainer run at this lower priority."""
+    reward_process: bool | None = None
+    """Compute the per-step learned reward in a *rewarder* process of normal priority,
+    overlapped with the wrapped env's own step (only for reward models that read just the
+    observation and action, as the defaults do); ``None``: when the machine has more than
+    one CPU and the mode runs background processes."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

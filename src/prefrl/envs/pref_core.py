@@ -8,6 +8,7 @@ and predicts the learned reward with one batched forward pass per step.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ from prefrl.envs.pref_config import PreferenceEnvConfig
 from prefrl.envs.pref_infer import RewardFn, reward_fn
 from prefrl.envs.pref_ring import RingSpec
 from prefrl.envs.pref_runtime import Runtime
+from prefrl.envs.pref_server import overlappable, request_fields
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
 from prefrl.rewards.spaces import is_image_space
@@ -86,6 +88,8 @@ class PreferenceCore:
         self.stats = {"segments_recorded": 0, "segments_sent": 0, "segments_dropped": 0, "weight_updates": 0}
         self.steps = 0
         self.episode_counter = 0
+        self._began: bool | None = None  # set by begin(): whether this step returns learned rewards
+        self._pending = False  # a reward request to the rewarder awaits collection
 
     # ------------------------------------------------------------ set-up
     def inputs(self, obs: np.ndarray) -> np.ndarray:
@@ -128,7 +132,11 @@ class PreferenceCore:
                 act_dtype=act.dtype.str,
                 frame_shape=tuple(frames.shape[1:]) if c.wants_frames and frames is not None else None,
             )
-        self.runtime = Runtime(c, state, self.net.config, ring)
+        rewarder = None
+        want = c.reward_process if c.reward_process is not None else (os.cpu_count() or 1) > 1
+        if want and (c.labels or c.trains) and overlappable(self.net):
+            rewarder = request_fields(n, x, act[None].repeat(n, 0))
+        self.runtime = Runtime(c, state, self.net.config, ring, rewarder)
         self.version = self.runtime.board.version()
         self.cur = x.copy()
         if self.runtime.ring is None:
@@ -288,15 +296,36 @@ class PreferenceCore:
             return True
         return self.runtime is not None and self.published_steps >= self.config.learned_after
 
+    def begin(self, acts: np.ndarray) -> None:
+        """Before the wrapped env steps with ``acts [n, ...]``: start the rewarder on this step."""
+        if self.runtime is None:
+            return
+        if self._pending:  # the previous step never finished (the env raised): drop its answer
+            self.runtime.collect_reward()
+            self._pending = False
+        self.poll()
+        self._began = self.learned_active
+        if self._began and self.runtime.requests is not None:
+            self.runtime.submit_reward(self.cur, acts)
+            self._pending = True
+
     def predict(
         self, prev: np.ndarray, acts: np.ndarray, x: np.ndarray, terminated: np.ndarray
     ) -> np.ndarray:
         """Learned reward ``[n]`` (float64, normalised if configured) for one step of all envs."""
+        if self._pending:  # computed by the rewarder while the env stepped
+            r, mean, std, steps = self.runtime.collect_reward()  # type: ignore[union-attr]
+            self._pending = False
+            return self.normalize(r, mean, std, steps)
         assert self.reward is not None
         r = self.reward(prev, np.asarray(acts), x, terminated)  # [n] float64, ensemble mean
+        return self.normalize(r, self.mean, self.std, self.published_steps)
+
+    def normalize(self, r: np.ndarray, mean: float, std: float, steps: int) -> np.ndarray:
+        """Raw rewards ``[n]`` normalised by the trainer's statistics (running ones before it has any)."""
         if not self.config.normalize:
             return r
-        if self.published_steps == 0:  # no statistics from the trainer yet: running ones
+        if steps == 0:  # no statistics from the trainer yet: running ones
             cnt, mu, m2 = self.run_stats
             k, b_mu = len(r), float(r.mean())
             tot = cnt + k
@@ -304,7 +333,7 @@ class PreferenceCore:
             mu, m2 = mu + d * k / tot, m2 + float(((r - b_mu) ** 2).sum()) + d * d * cnt * k / tot
             self.run_stats[:] = (tot, mu, m2)
             return (r - mu) / max(np.sqrt(m2 / tot), 1e-6) if tot > 1 else r - mu
-        return (r - self.mean) / self.std
+        return (r - mean) / std
 
     def step(
         self,
@@ -325,8 +354,11 @@ class PreferenceCore:
             frames: ``[n, H, W, 3]`` rendered frames (when recorded) or ``None``.
             reset_step: ``[n]`` bool, envs whose step was an autoreset (no transition), or ``None``.
         """
-        self.poll()
-        learned = self.learned_active
+        if self._began is not None:  # begin() polled and decided
+            learned, self._began = self._began, None
+        else:
+            self.poll()
+            learned = self.learned_active
         resets = reset_step is not None and bool(reset_step.any())
         if learned:
             out = self.predict(self.cur, acts, x, terminated)

@@ -37,7 +37,7 @@ class RingSpec:
     act_dtype: str
     frame_shape: tuple[int, ...] | None = None
 
-    def fields(self) -> list[tuple[str, tuple[int, ...], str]]:
+    def fields(self) -> list[Field]:
         """``(name, shape, dtype)`` of each array in the block, in order."""
         s, L = self.slots, self.length
         out = [
@@ -52,7 +52,64 @@ class RingSpec:
         return out
 
 
-class SegmentRing:
+Field = tuple[str, tuple[int, ...], str]
+"""``(name, shape, dtype string)`` of one array in a shared block."""
+
+
+class SharedArrays:
+    """Named NumPy arrays in one shared-memory block (``arrays[name]`` are views into it).
+
+    Create with ``SharedArrays.create(fields)`` in the environment process and rebuild in a
+    worker with ``SharedArrays.attach(name, fields)``.
+    """
+
+    def __init__(self, shm: shared_memory.SharedMemory, fields: list[Field], owner: bool) -> None:
+        self.shm, self.fields, self.owner = shm, fields, owner
+        self.arrays: dict[str, np.ndarray] = {}
+        off = 0
+        for name, shape, dtype in fields:
+            a = np.ndarray(shape, np.dtype(dtype), shm.buf, off)
+            self.arrays[name] = a
+            off += (a.nbytes + 63) // 64 * 64
+
+    @staticmethod
+    def nbytes(fields: list[Field]) -> int:
+        total = 0
+        for _, shape, dtype in fields:
+            total += (int(np.prod(shape)) * np.dtype(dtype).itemsize + 63) // 64 * 64
+        return max(total, 64)
+
+    @classmethod
+    def create(cls, fields: list[Field]) -> SharedArrays:
+        return cls(shared_memory.SharedMemory(create=True, size=cls.nbytes(fields)), fields, owner=True)
+
+    @classmethod
+    def attach(cls, name: str, fields: list[Field]) -> SharedArrays:
+        try:  # Python >= 3.13: do not let this process's resource tracker own the block
+            shm = shared_memory.SharedMemory(name=name, track=False)  # type: ignore[call-arg]
+        except TypeError:
+            shm = shared_memory.SharedMemory(name=name)
+        return cls(shm, fields, owner=False)
+
+    @property
+    def name(self) -> str:
+        return self.shm.name
+
+    def close(self) -> None:
+        """Detach; the owner also frees the block."""
+        self.arrays.clear()
+        try:
+            self.shm.close()
+        except BufferError:  # a view is still alive somewhere; the OS frees it at exit
+            pass
+        if self.owner:
+            try:
+                self.shm.unlink()
+            except FileNotFoundError:
+                pass
+
+
+class SegmentRing(SharedArrays):
     """``S`` segment slots in one shared-memory block; see the module doc.
 
     Arrays (views into the block): ``obs [S, L+1, ...]``, ``acts [S, L, ...]``,
@@ -60,37 +117,13 @@ class SegmentRing:
     rendered frames are kept, ``frames [S, L+1, H, W, 3]``.
     """
 
-    def __init__(self, shm: shared_memory.SharedMemory, spec: RingSpec, owner: bool) -> None:
-        self.shm, self.spec, self.owner = shm, spec, owner
-        self.arrays: dict[str, np.ndarray] = {}
-        off = 0
-        for name, shape, dtype in spec.fields():
-            a = np.ndarray(shape, np.dtype(dtype), shm.buf, off)
-            self.arrays[name] = a
-            off += (a.nbytes + 63) // 64 * 64
-
-    @staticmethod
-    def nbytes(spec: RingSpec) -> int:
-        total = 0
-        for _, shape, dtype in spec.fields():
-            total += (int(np.prod(shape)) * np.dtype(dtype).itemsize + 63) // 64 * 64
-        return max(total, 64)
+    @classmethod
+    def create_ring(cls, spec: RingSpec) -> SegmentRing:
+        return cls.create(spec.fields())  # type: ignore[return-value]
 
     @classmethod
-    def create(cls, spec: RingSpec) -> SegmentRing:
-        return cls(shared_memory.SharedMemory(create=True, size=cls.nbytes(spec)), spec, owner=True)
-
-    @classmethod
-    def attach(cls, name: str, spec: RingSpec) -> SegmentRing:
-        try:  # Python >= 3.13: do not let this process's resource tracker own the block
-            shm = shared_memory.SharedMemory(name=name, track=False)  # type: ignore[call-arg]
-        except TypeError:
-            shm = shared_memory.SharedMemory(name=name)
-        return cls(shm, spec, owner=False)
-
-    @property
-    def name(self) -> str:
-        return self.shm.name
+    def attach_ring(cls, name: str, spec: RingSpec) -> SegmentRing:
+        return cls.attach(name, spec.fields())  # type: ignore[return-value]
 
     def read(self, slot: int) -> Segment:
         """A private copy of the segment in ``slot``."""
@@ -106,19 +139,6 @@ class SegmentRing:
         if "frames" in a:
             seg["frames"] = a["frames"][slot].copy()
         return seg
-
-    def close(self) -> None:
-        """Detach; the owner also frees the block."""
-        self.arrays.clear()
-        try:
-            self.shm.close()
-        except BufferError:  # a view is still alive somewhere; the OS frees it at exit
-            pass
-        if self.owner:
-            try:
-                self.shm.unlink()
-            except FileNotFoundError:
-                pass
 
 
 def send_slots(conn: Any, slots: np.ndarray | list[int]) -> None:
@@ -136,4 +156,4 @@ def recv_slots(conn: Any, timeout: float = 0.0) -> list[int]:
     return out
 
 
-__all__ = ["RingSpec", "Segment", "SegmentRing", "recv_slots", "send_slots"]
+__all__ = ["Field", "RingSpec", "Segment", "SegmentRing", "SharedArrays", "recv_slots", "send_slots"]

@@ -13,12 +13,14 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import torch
 
+from prefrl.envs import pref_server as ps
 from prefrl.envs import pref_shared as sh
 from prefrl.envs import pref_workers as pw
 from prefrl.envs.pref_config import PreferenceEnvConfig
-from prefrl.envs.pref_ring import RingSpec, SegmentRing, recv_slots, send_slots
+from prefrl.envs.pref_ring import Field, RingSpec, SegmentRing, SharedArrays, recv_slots, send_slots
 from prefrl.envs.pref_shared import SharedBoard
 
 
@@ -29,7 +31,8 @@ class BackgroundProcessError(RuntimeError):
 class Runtime:
     """Shared board, segment ring, queues and the labeller / trainer processes (as the mode needs).
 
-    ``ring`` (a :class:`~prefrl.envs.pref_ring.RingSpec`) is needed when the mode labels.
+    ``ring`` (a :class:`~prefrl.envs.pref_ring.RingSpec`) is needed when the mode labels;
+    ``rewarder`` (request fields, see :mod:`prefrl.envs.pref_server`) starts the rewarder.
     """
 
     def __init__(
@@ -38,6 +41,7 @@ class Runtime:
         state: dict[str, torch.Tensor],
         net_config: dict,
         ring: RingSpec | None = None,
+        rewarder: list[Field] | None = None,
     ) -> None:
         self.config = config
         self.board = SharedBoard.create(state)
@@ -45,6 +49,7 @@ class Runtime:
         self.closed = False
         self.failure: str | None = None
         self.ring: SegmentRing | None = None
+        self.requests: SharedArrays | None = None
         self._pipes: list[Any] = []
         if not (config.labels or config.trains):
             return
@@ -81,7 +86,7 @@ class Runtime:
         if config.labels:
             if ring is None:
                 raise ValueError("a labelling mode needs the segment ring's shapes")
-            self.ring = SegmentRing.create(ring)
+            self.ring = SegmentRing.create_ring(ring)
             ready_r, self._ready_w = ctx.Pipe(duplex=False)  # finished slots: environment -> labeller
             self._free_r, free_w = ctx.Pipe(duplex=False)  # copied-out slots: labeller -> environment
             self._pipes = [self._ready_w, self._free_r]
@@ -98,6 +103,17 @@ class Runtime:
             args = ("labeller", links, pw.labeller, lab, ring_link, prefs)
             self.procs["labeller"] = ctx.Process(
                 target=pw.run_worker, args=args, daemon=True, name="prefrl-labeller"
+            )
+        if rewarder is not None:
+            self.requests = SharedArrays.create(rewarder)
+            go_r, self._go_w = ctx.Pipe(duplex=False)
+            self._done_r, done_w = ctx.Pipe(duplex=False)
+            self._pipes += [self._go_w, self._done_r]
+            child_ends += [go_r, done_w]
+            rl = ps.RewarderLink(net_config, self.requests.name, rewarder, go_r, done_w)
+            args = ("rewarder", replace(links, niceness=0), ps.rewarder, rl)
+            self.procs["rewarder"] = ctx.Process(
+                target=pw.run_worker, args=args, daemon=True, name="prefrl-rewarder"
             )
         for p in self.procs.values():
             p.start()
@@ -136,6 +152,22 @@ class Runtime:
             return recv_slots(self._free_r)
         except (EOFError, OSError):  # the labeller is gone; check() reports why
             return []
+
+    def submit_reward(self, obs: Any, acts: Any) -> None:
+        """Ask the rewarder for the rewards of ``obs [n, ...]``, ``acts [n, ...]`` (returns at once)."""
+        a = self.requests.arrays  # type: ignore[union-attr]
+        np.copyto(a["obs"], obs, casting="same_kind")
+        a["acts"][...] = acts
+        self._go_w.send_bytes(b"1")
+
+    def collect_reward(self) -> tuple[Any, float, float, int]:
+        """``(raw rewards [n], mean, std, training steps)`` of the last request (waits for it)."""
+        while not self._done_r.poll(1.0):
+            self.check()
+        self._done_r.recv_bytes()
+        a = self.requests.arrays  # type: ignore[union-attr]
+        mean, std, steps = a["meta"].tolist()
+        return a["out"].copy(), mean, std, int(steps)
 
     def request(self, cmd: tuple, timeout: float = 120.0) -> Any:
         """Send a command to the trainer and wait for its reply (raising worker errors)."""
@@ -179,6 +211,7 @@ class Runtime:
                 q.close()
         for c in self._pipes:
             c.close()
-        if self.ring is not None:
-            self.ring.close()
+        for block in (self.ring, self.requests):
+            if block is not None:
+                block.close()
         self.board.close()

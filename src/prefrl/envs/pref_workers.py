@@ -196,7 +196,7 @@ def labeller(
 ) -> None:
     """Pair incoming segments and label them; forward ``(fragments, pairs, labels)`` to the trainer."""
     prefs.cancel_join_thread()  # never block exit on a trainer that stopped reading
-    ring = SegmentRing.attach(link.name, link.spec)
+    ring = SegmentRing.attach_ring(link.name, link.spec)
     try:
         _label(board, guard, settings, ring, link, prefs)
     finally:

@@ -158,6 +158,7 @@ class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self._core.begin(np.asarray(action)[None])
         obs, rew, terminated, truncated, info = self.env.step(action)
         x, frames = self._inputs(obs)
         out, learned = self._core.step(
@@ -232,6 +233,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         return obs, info
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        self._core.begin(np.asarray(actions))
         obs, rews, terminated, truncated, infos = self.env.step(actions)
         x, frames = self._inputs(obs)
         acts = np.asarray(actions)
