@@ -50,6 +50,8 @@ class Args:
     """Vector sizes to measure (sync vector envs)."""
     obs_type: str = "pixels"
     """``pixels`` (CNN reward) or ``state`` (MLP reward)."""
+    reward_process: bool | None = None
+    """``PreferenceEnvConfig.reward_process`` (``None``: automatic)."""
     learn_steps: int = 0
     """Also run examples/moving_dot_custom_loop.py for this many steps (0: skip)."""
 
@@ -76,7 +78,9 @@ def measure(num_envs: int, args: Args) -> dict[str, float]:
         return gym.make_vec(ENV, num_envs=num_envs, vectorization_mode="sync", obs_type=args.obs_type)
 
     base = make()
-    env = PreferenceVectorEnv(make(), learned_after=0, segment_length=25, max_preferences=2000)
+    env = PreferenceVectorEnv(
+        make(), learned_after=0, segment_length=25, max_preferences=2000, reward_process=args.reward_process
+    )
     steps_per_s(env, args.warmup_s)
     workers = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
     steps0 = env.metrics()["reward_train_steps"]

@@ -219,7 +219,7 @@ def test_config_errors_are_clear() -> None:
 
 
 def test_close_and_garbage_collection_stop_processes() -> None:
-    env = PreferenceEnv(state_env(), **FAST)
+    env = PreferenceEnv(state_env(), reward_process=True, **FAST)
     env.reset(seed=0)
     pids = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
     assert len(pids) == 3 and all(alive(p) for p in pids)  # labeller, trainer, rewarder
@@ -240,7 +240,8 @@ def test_killing_the_main_process_leaves_no_orphans(tmp_path: Path) -> None:
         import sys, time, gymnasium as gym
         import prefrl.envs.moving_dot
         from prefrl.envs.preference_env import PreferenceEnv
-        env = PreferenceEnv(gym.make("prefrl/MovingDot-v0", obs_type="state"), segment_length=5)
+        env = PreferenceEnv(gym.make("prefrl/MovingDot-v0", obs_type="state"), segment_length=5,
+                            reward_process=True)
         env.reset(seed=0)
         for _ in range(500):
             env.step(env.action_space.sample())
@@ -273,8 +274,9 @@ def test_vector_envs(mode: str) -> None:
     while not env.learned_reward_active and time.monotonic() < end:
         env.step(env.action_space.sample())
     assert env.learned_reward_active
-    _, r, *_, info = env.step(env.action_space.sample())
-    assert r.shape == (3,) and not np.allclose(r, info["true_reward"])
+    steps = [env.step(env.action_space.sample()) for _ in range(10)]
+    r = np.stack([st[1] for st in steps])
+    assert r.shape == (10, 3) and not np.allclose(r, np.stack([st[4]["true_reward"] for st in steps]))
     m = env.metrics()
     assert m["segments_recorded"] >= 10 and m["preferences"] >= 5
     env.close()

@@ -74,13 +74,16 @@ class PreferenceEnvConfig:
     """Seed of pairing and of synthetic teachers."""
     start_method: str | None = None
     """``multiprocessing`` start method: ``forkserver`` (default on POSIX) or ``spawn``."""
-    niceness: int = 5
-    """The labeller and trainer run at this lower priority."""
+    niceness: int = 20
+    """Priority of the labeller and trainer: 1 to 19 is a ``nice`` level; 20 (the default)
+    is Linux's idle class (``SCHED_IDLE``, nice 19 elsewhere): they use only CPU time that
+    the agent, the env and the rewarder leave idle, so they never slow the env down; 0
+    leaves them at normal priority (faster reward learning on a saturated machine)."""
     reward_process: bool | None = None
     """Compute the per-step learned reward in a *rewarder* process of normal priority,
     overlapped with the wrapped env's own step (only for reward models that read just the
-    observation and action, as the defaults do); ``None``: when the machine has more than
-    one CPU and the mode runs background processes."""
+    observation and action, as the defaults do); ``None``: for 4 or more vector envs on a
+    machine with more than one CPU, when the mode runs background processes."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -105,6 +108,8 @@ class PreferenceEnvConfig:
             raise ValueError(f"queue_size must lie in [1, 4096], got {self.queue_size}")
         if self.learned_after < 0:
             raise ValueError(f"learned_after must be >= 0, got {self.learned_after}")
+        if not 0 <= self.niceness <= 20:
+            raise ValueError(f"niceness must lie in [0, 20], got {self.niceness}")
         if self.start_method not in (None, "spawn", "forkserver"):
             raise ValueError(f"start_method must be 'spawn' or 'forkserver', got {self.start_method!r}")
 

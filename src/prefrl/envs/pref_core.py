@@ -38,6 +38,9 @@ def space_of(x: np.ndarray) -> spaces.Box:
     return spaces.Box(-np.inf, np.inf, x.shape, np.float32)
 
 
+REWARDER_MIN_ENVS = 4
+"""``reward_process=None`` starts the rewarder from this many envs (and more than one CPU)."""
+
 SMALL_IMAGE = 64
 """Images with both sides at most this many pixels get the small default CNN."""
 
@@ -133,7 +136,9 @@ class PreferenceCore:
                 frame_shape=tuple(frames.shape[1:]) if c.wants_frames and frames is not None else None,
             )
         rewarder = None
-        want = c.reward_process if c.reward_process is not None else (os.cpu_count() or 1) > 1
+        want = c.reward_process
+        if want is None:  # one env steps too quickly to hide the hand-off; a single CPU cannot overlap
+            want = n >= REWARDER_MIN_ENVS and (os.cpu_count() or 1) > 1
         if want and (c.labels or c.trains) and overlappable(self.net):
             rewarder = request_fields(n, x, act[None].repeat(n, 0))
         self.runtime = Runtime(c, state, self.net.config, ring, rewarder)

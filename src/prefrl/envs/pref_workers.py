@@ -56,7 +56,7 @@ class WorkerLinks:
     alive: Any  # read end of a pipe; end-of-file means the environment process died
     stop: Any  # multiprocessing Event
     errors: Any  # multiprocessing Queue of (worker name, formatted traceback)
-    niceness: int = 5
+    niceness: int = 20
 
 
 @dataclass
@@ -104,7 +104,10 @@ def run_worker(name: str, links: WorkerLinks, body: Callable[..., None], *args: 
     """Process entry point: run ``body(board, guard, *args)``, report failures, always clean up."""
     board = None
     try:
-        os.nice(links.niceness)
+        if links.niceness >= 20 and hasattr(os, "SCHED_IDLE"):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # runs only on otherwise idle CPUs
+        elif links.niceness:
+            os.nice(min(links.niceness, 19))
     except OSError:
         pass
     torch.set_num_threads(1)
