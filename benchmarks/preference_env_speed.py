@@ -52,6 +52,8 @@ class Args:
     """``pixels`` (CNN reward) or ``state`` (MLP reward)."""
     reward_process: bool | None = None
     """``PreferenceEnvConfig.reward_process`` (``None``: automatic)."""
+    niceness: int = 5
+    """``PreferenceEnvConfig.niceness`` of the labeller and trainer (20: idle priority)."""
     learn_steps: int = 0
     """Also run examples/moving_dot_custom_loop.py for this many steps (0: skip)."""
 
@@ -79,10 +81,12 @@ def measure(num_envs: int, args: Args) -> dict[str, float]:
 
     base = make()
     env = PreferenceVectorEnv(
-        make(), learned_after=0, segment_length=25, max_preferences=2000, reward_process=args.reward_process
-    )
+        make(), learned_after=0, segment_length=25, max_preferences=2000,
+        reward_process=args.reward_process, niceness=args.niceness,
+    )  # fmt: skip
     steps_per_s(env, args.warmup_s)
-    workers = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
+    procs = env._core.runtime.procs  # type: ignore[union-attr]
+    workers = [p.pid for p in procs.values()]
     steps0 = env.metrics()["reward_train_steps"]
     plain, wrapped = [], []
     for _ in range(args.rounds):
@@ -97,6 +101,7 @@ def measure(num_envs: int, args: Args) -> dict[str, float]:
     base.close()
     return {
         "num_envs": num_envs,
+        "rewarder_process": "rewarder" in procs,
         "unwrapped_steps_per_s": float(np.median(plain)),
         "wrapped_steps_per_s": float(np.median(wrapped)),
         "ratio": float(np.median(np.array(wrapped) / np.array(plain))),
@@ -112,6 +117,8 @@ def main(args: Args) -> dict:
     torch.set_num_threads(1)
     result: dict = {
         "obs_type": args.obs_type,
+        "niceness": args.niceness,
+        "reward_process": args.reward_process,
         "cpu_count": os.cpu_count(),
         "load_avg_1min": os.getloadavg()[0],
         "runs": [measure(n, args) for n in args.num_envs],

@@ -74,16 +74,19 @@ class PreferenceEnvConfig:
     """Seed of pairing and of synthetic teachers."""
     start_method: str | None = None
     """``multiprocessing`` start method: ``forkserver`` (default on POSIX) or ``spawn``."""
-    niceness: int = 20
-    """Priority of the labeller and trainer: 1 to 19 is a ``nice`` level; 20 (the default)
-    is Linux's idle class (``SCHED_IDLE``, nice 19 elsewhere): they use only CPU time that
-    the agent, the env and the rewarder leave idle, so they never slow the env down; 0
-    leaves them at normal priority (faster reward learning on a saturated machine)."""
+    niceness: int = 5
+    """Priority of the labeller and trainer: 0 to 19 is a ``nice`` level; 20 is Linux's
+    idle class (``SCHED_IDLE``; nice 19 elsewhere): they then use only CPU time nothing
+    else wants, which is the fastest setting for the env on a small machine, but starves
+    reward learning when the agent's own threads keep every core busy (PyTorch's default
+    thread pool spins between operations: use ``torch.set_num_threads(1)`` there)."""
     reward_process: bool | None = None
     """Compute the per-step learned reward in a *rewarder* process of normal priority,
     overlapped with the wrapped env's own step (only for reward models that read just the
-    observation and action, as the defaults do); ``None``: for 4 or more vector envs on a
-    machine with more than one CPU, when the mode runs background processes."""
+    observation and action, as the defaults do). ``None``: for 4 or more vector envs when a
+    CPU is free for it: 4 or more CPUs, or 2 or more with ``niceness=20`` (with the
+    labeller and trainer at normal-class priority on 2 CPUs, its wake-ups preempt the env
+    process instead, which was measured slower)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

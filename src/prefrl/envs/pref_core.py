@@ -39,7 +39,7 @@ def space_of(x: np.ndarray) -> spaces.Box:
 
 
 REWARDER_MIN_ENVS = 4
-"""``reward_process=None`` starts the rewarder from this many envs (and more than one CPU)."""
+"""``reward_process=None`` starts the rewarder from this many envs (see the config)."""
 
 SMALL_IMAGE = 64
 """Images with both sides at most this many pixels get the small default CNN."""
@@ -137,8 +137,9 @@ class PreferenceCore:
             )
         rewarder = None
         want = c.reward_process
-        if want is None:  # one env steps too quickly to hide the hand-off; a single CPU cannot overlap
-            want = n >= REWARDER_MIN_ENVS and (os.cpu_count() or 1) > 1
+        if want is None:  # one env steps too quickly to hide the hand-off; it needs a CPU of its own
+            cpus = os.cpu_count() or 1
+            want = n >= REWARDER_MIN_ENVS and (cpus >= 4 or (cpus >= 2 and c.niceness >= 20))
         if want and (c.labels or c.trains) and overlappable(self.net):
             rewarder = request_fields(n, x, act[None].repeat(n, 0))
         self.runtime = Runtime(c, state, self.net.config, ring, rewarder)
@@ -311,7 +312,10 @@ class PreferenceCore:
         self.poll()
         self._began = self.learned_active
         if self._began and self.runtime.requests is not None:
-            self.runtime.submit_reward(self.cur, acts)
+            rows = None
+            if self.runtime.ring is not None:  # each env's current obs is its ring row (slot, pos)
+                rows = self._row_o - 1 + self.pos
+            self.runtime.submit_reward(self.cur, acts, rows)
             self._pending = True
 
     def predict(

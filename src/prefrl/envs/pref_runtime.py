@@ -111,6 +111,8 @@ class Runtime:
             self._pipes += [self._go_w, self._done_r]
             child_ends += [go_r, done_w]
             rl = ps.RewarderLink(net_config, self.requests.name, rewarder, go_r, done_w)
+            if self.ring is not None:
+                rl.ring, rl.ring_fields = self.ring.name, self.ring.fields
             args = ("rewarder", replace(links, niceness=0), ps.rewarder, rl)
             self.procs["rewarder"] = ctx.Process(
                 target=pw.run_worker, args=args, daemon=True, name="prefrl-rewarder"
@@ -153,10 +155,18 @@ class Runtime:
         except (EOFError, OSError):  # the labeller is gone; check() reports why
             return []
 
-    def submit_reward(self, obs: Any, acts: Any) -> None:
-        """Ask the rewarder for the rewards of ``obs [n, ...]``, ``acts [n, ...]`` (returns at once)."""
+    def submit_reward(self, obs: Any, acts: Any, ring_rows: Any = None) -> None:
+        """Ask the rewarder for the rewards of ``obs [n, ...]``, ``acts [n, ...]`` (returns at once).
+
+        With ``ring_rows [n]`` (rows of the segment ring that hold ``obs``), ``obs`` is not copied.
+        """
         a = self.requests.arrays  # type: ignore[union-attr]
-        np.copyto(a["obs"], obs, casting="same_kind")
+        if ring_rows is not None and self.ring is not None:
+            a["rows"][:] = ring_rows
+            a["from_ring"][0] = 1
+        else:
+            np.copyto(a["obs"], obs, casting="same_kind")
+            a["from_ring"][0] = 0
         a["acts"][...] = acts
         self._go_w.send_bytes(b"1")
 

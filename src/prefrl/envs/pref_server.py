@@ -38,10 +38,14 @@ def overlappable(net: RewardNet) -> bool:
 
 def request_fields(n: int, obs: np.ndarray, act: np.ndarray) -> list[Field]:
     """The request/reply block for ``n`` envs: ``obs [n, ...]``, ``acts [n, ...]``, ``out [n]``
-    (raw ensemble-mean rewards) and ``meta [3]`` (mean, std, training steps of the weights)."""
+    (raw ensemble-mean rewards) and ``meta [3]`` (mean, std, training steps of the weights).
+    With ``from_ring`` set, the observations are rows ``rows [n]`` of the segment ring instead
+    (the environment process then copies nothing)."""
     return [
         ("obs", (n, *obs.shape[1:]), obs.dtype.str),
         ("acts", (n, *act.shape[1:]), act.dtype.str),
+        ("rows", (n,), "<i8"),  # or: rows of the segment ring that hold the observations
+        ("from_ring", (1,), "<i8"),
         ("out", (n,), "<f8"),
         ("meta", (3,), "<f8"),
     ]
@@ -56,6 +60,8 @@ class RewarderLink:
     fields: list[Field]
     go: Any  # read end: a request is in the block
     done: Any  # write end: the reply is in the block
+    ring: str | None = None  # the segment ring's block and fields, when the mode records
+    ring_fields: list[Field] | None = None
 
 
 def rewarder(board: SharedBoard, guard: Any, link: RewarderLink) -> None:
@@ -65,6 +71,8 @@ def rewarder(board: SharedBoard, guard: Any, link: RewarderLink) -> None:
     net = build_reward_net(link.net_config).eval()
     block = SharedArrays.attach(link.block, link.fields)
     a = block.arrays
+    ring = SharedArrays.attach(link.ring, link.ring_fields) if link.ring and link.ring_fields else None
+    ring_obs = None if ring is None else ring.arrays["obs"].reshape(-1, *a["obs"].shape[1:])
     dones = np.zeros(len(a["out"]), bool)
     version, fn, stats = -1, None, (0.0, 1.0, 0.0)
     try:
@@ -85,12 +93,16 @@ def rewarder(board: SharedBoard, guard: Any, link: RewarderLink) -> None:
                     fn, stats = reward_fn(net), (mean, std, float(steps))
             if fn is None:
                 raise RuntimeError("no consistent reward weights on the shared board")
+            if a["from_ring"][0]:
+                np.take(ring_obs, a["rows"], axis=0, out=a["obs"])  # type: ignore[arg-type]
             a["out"][:] = fn(a["obs"], a["acts"], a["obs"], dones)
             a["meta"][:] = stats
             link.done.send_bytes(b"1")
     finally:
-        del a
+        del a, ring_obs
         block.close()
+        if ring is not None:
+            ring.close()
 
 
 __all__ = ["RewarderLink", "overlappable", "request_fields", "rewarder"]

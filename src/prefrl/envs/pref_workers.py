@@ -56,7 +56,7 @@ class WorkerLinks:
     alive: Any  # read end of a pipe; end-of-file means the environment process died
     stop: Any  # multiprocessing Event
     errors: Any  # multiprocessing Queue of (worker name, formatted traceback)
-    niceness: int = 20
+    niceness: int = 5
 
 
 @dataclass
