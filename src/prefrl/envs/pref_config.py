@@ -83,10 +83,10 @@ class PreferenceEnvConfig:
     reward_process: bool | None = None
     """Compute the per-step learned reward in a *rewarder* process of normal priority,
     overlapped with the wrapped env's own step (only for reward models that read just the
-    observation and action, as the defaults do). ``None``: for 4 or more vector envs when a
-    CPU is free for it: 4 or more CPUs, or 2 or more with ``niceness=20`` (with the
-    labeller and trainer at normal-class priority on 2 CPUs, its wake-ups preempt the env
-    process instead, which was measured slower)."""
+    observation and action, as the defaults do). ``None``: for a CNN reward (an MLP's pass
+    costs less than the hand-off) on 4 or more vector envs when a CPU is free for it: 4 or
+    more CPUs, or 2 or more with ``niceness=20`` (with the labeller and trainer at
+    normal-class priority on 2 CPUs the rewarder waits for a CPU, which was measured slower)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

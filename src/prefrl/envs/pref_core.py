@@ -139,7 +139,8 @@ class PreferenceCore:
         want = c.reward_process
         if want is None:  # one env steps too quickly to hide the hand-off; it needs a CPU of its own
             cpus = os.cpu_count() or 1
-            want = n >= REWARDER_MIN_ENVS and (cpus >= 4 or (cpus >= 2 and c.niceness >= 20))
+            free_cpu = cpus >= 4 or (cpus >= 2 and c.niceness >= 20)
+            want = n >= REWARDER_MIN_ENVS and free_cpu and isinstance(self.net, CNNReward)
         if want and (c.labels or c.trains) and overlappable(self.net):
             rewarder = request_fields(n, x, act[None].repeat(n, 0))
         self.runtime = Runtime(c, state, self.net.config, ring, rewarder)

@@ -106,11 +106,13 @@ class Runtime:
             )
         if rewarder is not None:
             self.requests = SharedArrays.create(rewarder)
-            go_r, self._go_w = ctx.Pipe(duplex=False)
+            # requests ring a semaphore: a pipe write is a "synchronous" wake-up, which the
+            # scheduler answers by running the rewarder on the env process's own CPU
+            self._go = ctx.Semaphore(0)
             self._done_r, done_w = ctx.Pipe(duplex=False)
-            self._pipes += [self._go_w, self._done_r]
-            child_ends += [go_r, done_w]
-            rl = ps.RewarderLink(net_config, self.requests.name, rewarder, go_r, done_w)
+            self._pipes += [self._done_r]
+            child_ends += [done_w]
+            rl = ps.RewarderLink(net_config, self.requests.name, rewarder, self._go, done_w)
             if self.ring is not None:
                 rl.ring, rl.ring_fields = self.ring.name, self.ring.fields
             args = ("rewarder", replace(links, niceness=0), ps.rewarder, rl)
@@ -168,7 +170,7 @@ class Runtime:
             np.copyto(a["obs"], obs, casting="same_kind")
             a["from_ring"][0] = 0
         a["acts"][...] = acts
-        self._go_w.send_bytes(b"1")
+        self._go.release()
 
     def collect_reward(self) -> tuple[Any, float, float, int]:
         """``(raw rewards [n], mean, std, training steps)`` of the last request (waits for it)."""

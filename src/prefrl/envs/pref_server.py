@@ -5,7 +5,7 @@ A reward model that reads only ``(obs, act)`` (the defaults: ``MLPReward`` witho
 before the wrapped environment has made it. The wrapper hands ``obs_t`` and ``a_t`` to the
 *rewarder* process when ``step()`` starts, steps the environment meanwhile, and collects
 the rewards when the environment returns: on a machine with a core to spare the reward
-costs the environment process one copy and two one-byte pipe messages instead of the
+costs the environment process a semaphore release and a one-byte pipe message instead of the
 network's forward pass.
 
 The rewarder runs at normal priority (unlike the labeller and trainer), keeps its own copy
@@ -58,7 +58,7 @@ class RewarderLink:
     net_config: dict[str, Any]
     block: str
     fields: list[Field]
-    go: Any  # read end: a request is in the block
+    go: Any  # semaphore: released once per request in the block
     done: Any  # write end: the reply is in the block
     ring: str | None = None  # the segment ring's block and fields, when the mode records
     ring_fields: list[Field] | None = None
@@ -66,8 +66,6 @@ class RewarderLink:
 
 def rewarder(board: SharedBoard, guard: Any, link: RewarderLink) -> None:
     """Answer reward requests until stopped (run by ``pref_workers.run_worker``)."""
-    from prefrl.envs.pref_workers import Stop
-
     net = build_reward_net(link.net_config).eval()
     block = SharedArrays.attach(link.block, link.fields)
     a = block.arrays
@@ -78,12 +76,8 @@ def rewarder(board: SharedBoard, guard: Any, link: RewarderLink) -> None:
     try:
         while True:
             guard.check()
-            try:
-                if not link.go.poll(0.1):
-                    continue
-                link.go.recv_bytes()
-            except (EOFError, OSError):
-                raise Stop from None
+            if not link.go.acquire(timeout=0.1):
+                continue
             v = board.version()
             if (v != version and v % 2 == 0) or fn is None:
                 got = board.read()
