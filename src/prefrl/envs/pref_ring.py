@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from prefrl.envs.pref_shared import free_block, open_block
+
 Segment = dict[str, Any]
 """``obs [L+1, ...]``, ``acts [L, ...]``, ``rews [L]``, ``dones [L]``, optional ``frames
 [L+1, H, W, 3]``, and provenance ``episode``, ``start`` (ints)."""
@@ -85,11 +87,7 @@ class SharedArrays:
 
     @classmethod
     def attach(cls, name: str, fields: list[Field]) -> SharedArrays:
-        try:  # Python >= 3.13: do not let this process's resource tracker own the block
-            shm = shared_memory.SharedMemory(name=name, track=False)  # type: ignore[call-arg]
-        except TypeError:
-            shm = shared_memory.SharedMemory(name=name)
-        return cls(shm, fields, owner=False)
+        return cls(open_block(name), fields, owner=False)
 
     @property
     def name(self) -> str:
@@ -98,15 +96,7 @@ class SharedArrays:
     def close(self) -> None:
         """Detach; the owner also frees the block."""
         self.arrays.clear()
-        try:
-            self.shm.close()
-        except BufferError:  # a view is still alive somewhere; the OS frees it at exit
-            pass
-        if self.owner:
-            try:
-                self.shm.unlink()
-            except FileNotFoundError:
-                pass
+        free_block(self.shm, self.owner)
 
 
 class SegmentRing(SharedArrays):

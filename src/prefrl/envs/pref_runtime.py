@@ -78,10 +78,7 @@ class Runtime:
             train_pause_s=config.train_pause_s,
             max_train_steps=config.max_train_steps,
         )
-        args = ("trainer", links, pw.trainer, settings, prefs, self.commands, self.replies)
-        self.procs["trainer"] = ctx.Process(
-            target=pw.run_worker, args=args, daemon=True, name="prefrl-trainer"
-        )
+        self._add(ctx, "trainer", links, pw.trainer, settings, prefs, self.commands, self.replies)
         child_ends = [alive_r]
         if config.labels:
             if ring is None:
@@ -100,10 +97,7 @@ class Runtime:
                 max_preferences=config.max_preferences,
             )
             ring_link = pw.RingLink(self.ring.name, ring, ready_r, free_w)
-            args = ("labeller", links, pw.labeller, lab, ring_link, prefs)
-            self.procs["labeller"] = ctx.Process(
-                target=pw.run_worker, args=args, daemon=True, name="prefrl-labeller"
-            )
+            self._add(ctx, "labeller", links, pw.labeller, lab, ring_link, prefs)
         if rewarder is not None:
             self.requests = SharedArrays.create(rewarder)
             # requests ring a semaphore: a pipe write is a "synchronous" wake-up, which the
@@ -115,14 +109,17 @@ class Runtime:
             rl = ps.RewarderLink(net_config, self.requests.name, rewarder, self._go, done_w)
             if self.ring is not None:
                 rl.ring, rl.ring_fields = self.ring.name, self.ring.fields
-            args = ("rewarder", replace(links, niceness=0), ps.rewarder, rl)
-            self.procs["rewarder"] = ctx.Process(
-                target=pw.run_worker, args=args, daemon=True, name="prefrl-rewarder"
-            )
+            self._add(ctx, "rewarder", replace(links, niceness=0), ps.rewarder, rl)
         for p in self.procs.values():
             p.start()
         for end in child_ends:
             end.close()
+
+    def _add(self, ctx: Any, name: str, links: pw.WorkerLinks, body: Any, *args: Any) -> None:
+        """A daemon worker process ``prefrl-<name>`` running ``body`` (started later)."""
+        self.procs[name] = ctx.Process(
+            target=pw.run_worker, args=(name, links, body, *args), daemon=True, name=f"prefrl-{name}"
+        )
 
     # ------------------------------------------------------------ health
     def check(self) -> None:

@@ -33,6 +33,27 @@ N_FSLOTS = 4
 HEADER_BYTES = 8 * (N_SLOTS + N_FSLOTS)
 
 
+def open_block(name: str) -> shared_memory.SharedMemory:
+    """Attach to the shared-memory block ``name`` created by another process."""
+    try:  # Python >= 3.13: do not let this process's resource tracker own the block
+        return shared_memory.SharedMemory(name=name, track=False)  # type: ignore[call-arg]
+    except TypeError:
+        return shared_memory.SharedMemory(name=name)
+
+
+def free_block(shm: shared_memory.SharedMemory, owner: bool) -> None:
+    """Detach from ``shm`` (drop every view first); the ``owner`` also frees it."""
+    try:
+        shm.close()
+    except BufferError:  # a view is still alive somewhere; the OS frees it at exit
+        pass
+    if owner:
+        try:
+            shm.unlink()
+        except FileNotFoundError:
+            pass
+
+
 @dataclass(frozen=True)
 class TensorSlot:
     """Where one ``state_dict`` entry lives in the block."""
@@ -85,11 +106,7 @@ class SharedBoard:
 
     @classmethod
     def attach(cls, name: str, layout: list[TensorSlot]) -> SharedBoard:
-        try:  # Python >= 3.13: do not let this process's resource tracker own the block
-            shm = shared_memory.SharedMemory(name=name, track=False)  # type: ignore[call-arg]
-        except TypeError:
-            shm = shared_memory.SharedMemory(name=name)
-        return cls(shm, layout, owner=False)
+        return cls(open_block(name), layout, owner=False)
 
     @property
     def name(self) -> str:
@@ -143,12 +160,4 @@ class SharedBoard:
         """Detach; the owner also frees the block."""
         self._views.clear()
         del self.ints, self.floats
-        try:
-            self.shm.close()
-        except BufferError:  # a view is still alive somewhere; the OS frees it at exit
-            pass
-        if self.owner:
-            try:
-                self.shm.unlink()
-            except FileNotFoundError:
-                pass
+        free_block(self.shm, self.owner)
