@@ -25,18 +25,19 @@ from prefrl.envs.preference_env import PreferenceVectorEnv
 
 @dataclass
 class Args:
-    total_timesteps: int = 100_000
+    total_timesteps: int = 200_000
     """Agent environment steps (all envs together)."""
     num_envs: int = 8
     """Parallel environments (one batched reward prediction per vector step)."""
     num_steps: int = 32
     """Rollout length per update."""
-    lr: float = 3e-3
-    """Adam learning rate."""
+    lr: float = 1e-3
+    """Adam learning rate (3e-3 learns faster on the true reward but, without a trust
+    region, collapsed on the early learned reward in 3 of 4 seeds)."""
     gamma: float = 0.95
     """Discount."""
     learned_after: int = 100
-    """Reward training steps before the agent gets the learned reward."""
+    """Reward training steps before the agent gets the learned reward (the true one until then)."""
     max_preferences: int = 1000
     """Label budget of the synthetic teacher."""
     vectorization: str = "sync"
