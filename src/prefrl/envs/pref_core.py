@@ -203,31 +203,19 @@ class PreferenceCore:
         """Record transitions of envs ``idx`` into their ring slots; hand over full segments."""
         L = self.config.segment_length
         if idx is self._all and self.active.all():  # the common case: plain indexing, no input copies
-            p = self.pos
-            self._acts_rows[self._row_t + p] = acts
-            self._rews_rows[self._row_t + p] = rews
-            self._dones_rows[self._row_t + p] = terminated
-            self._obs_rows[self._row_o + p] = x
-            if self._frame_rows is not None and frames is not None:
-                self._frame_rows[self._row_o + p] = frames
-            p += 1
+            self._write(self._row_t + self.pos, self._row_o + self.pos, acts, rews, terminated, x, frames)
+            self.pos += 1
             self.t += 1
             self._until_full -= 1
             if self._until_full <= 0:
-                self._hand_over(np.flatnonzero(p == L), x, frames)
+                self._hand_over(np.flatnonzero(self.pos == L), x, frames)
             if ended.any():
                 self._end(ended)
             return
         i = idx[self.active[idx]]
-        xi, ai, ri, di = x[i], acts[i], rews[i], terminated[i]
-        fi = frames[i] if frames is not None else None
         p = self.pos[i]
-        self._acts_rows[self._row_t[i] + p] = ai
-        self._rews_rows[self._row_t[i] + p] = ri
-        self._dones_rows[self._row_t[i] + p] = di
-        self._obs_rows[self._row_o[i] + p] = xi
-        if self._frame_rows is not None and fi is not None:
-            self._frame_rows[self._row_o[i] + p] = fi
+        fi = frames[i] if frames is not None else None
+        self._write(self._row_t[i] + p, self._row_o[i] + p, acts[i], rews[i], terminated[i], x[i], fi)
         self.pos[i] += 1
         self.t[i] += 1
         full = np.flatnonzero(self.pos == L)
@@ -236,6 +224,24 @@ class PreferenceCore:
         mask = np.zeros(self.n, bool)
         mask[idx] = ended[idx]
         self._end(mask)
+
+    def _write(
+        self,
+        row_t: np.ndarray,
+        row_o: np.ndarray,
+        acts: np.ndarray,
+        rews: np.ndarray,
+        dones: np.ndarray,
+        x: np.ndarray,
+        frames: np.ndarray | None,
+    ) -> None:
+        """Write ``m`` transitions at flat ring rows ``row_t [m]`` (and their next obs at ``row_o [m]``)."""
+        self._acts_rows[row_t] = acts
+        self._rews_rows[row_t] = rews
+        self._dones_rows[row_t] = dones
+        self._obs_rows[row_o] = x
+        if self._frame_rows is not None and frames is not None:
+            self._frame_rows[row_o] = frames
 
     def _end(self, ended: np.ndarray) -> None:
         """Envs ``ended`` (``[n]`` bool) finished episodes: their partial segments are dropped."""
@@ -250,26 +256,27 @@ class PreferenceCore:
     def _hand_over(self, full: np.ndarray, x: np.ndarray, frames: np.ndarray | None) -> None:
         """Give the full segments of envs ``full`` to the labeller; start their next ones."""
         L = self.config.segment_length
-        ready: list[int] = []
-        for k in full.tolist():
-            self.stats["segments_recorded"] += 1
-            if not self.free:
-                self.free.extend(self.runtime.take_free())  # type: ignore[union-attr]
-            s = int(self.slot[k])
-            if self.free:
-                self.seg_meta[s] = (self.episode[k], self.t[k] - L)
-                ready.append(s)
-                s = self.slot[k] = self.free.pop()
-                self._row_t[k], self._row_o[k] = s * L, s * (L + 1) + 1
-                self.stats["segments_sent"] += 1
-            else:  # the labeller is behind: drop this segment, refill its slot
-                self.stats["segments_dropped"] += 1
-            self.pos[k] = 0
-            self.seg_obs[s, 0] = x[k]
-            if self.seg_frames is not None and frames is not None:
-                self.seg_frames[s, 0] = frames[k]
-        if ready:
+        m = len(full)
+        self.stats["segments_recorded"] += m
+        if len(self.free) < m:
+            self.free.extend(self.runtime.take_free())  # type: ignore[union-attr]
+        sent = full[: len(self.free)]  # the rest are dropped: the labeller is behind; their slots refill
+        if len(sent):
+            ready = self.slot[sent]
+            self.seg_meta[ready, 0] = self.episode[sent]
+            self.seg_meta[ready, 1] = self.t[sent] - L
             self.runtime.send_ready(ready)  # type: ignore[union-attr]
+            cut = len(self.free) - len(sent)
+            new = np.array(self.free[cut:], np.int64)
+            del self.free[cut:]
+            self.slot[sent] = new
+            self._row_t[sent], self._row_o[sent] = new * L, new * (L + 1) + 1
+        self.stats["segments_sent"] += len(sent)
+        self.stats["segments_dropped"] += m - len(sent)
+        self.pos[full] = 0
+        self.seg_obs[self.slot[full], 0] = x[full]
+        if self.seg_frames is not None and frames is not None:
+            self.seg_frames[self.slot[full], 0] = frames[full]
         self._refresh_until_full()
 
     # ------------------------------------------------------------ reward
@@ -290,7 +297,7 @@ class PreferenceCore:
             if got is not None:
                 self.version, state, mean, std, steps = got
                 self.net.load_state_dict(state)  # type: ignore[union-attr]
-                self.reward = reward_fn(self.net)  # type: ignore[arg-type]
+                self.reward = None  # rebuilt when next needed here (the rewarder keeps its own)
                 if steps > 0:
                     self.mean, self.std, self.published_steps = mean, std, steps
                 self.stats["weight_updates"] += 1
@@ -327,7 +334,8 @@ class PreferenceCore:
             r, mean, std, steps = self.runtime.collect_reward()  # type: ignore[union-attr]
             self._pending = False
             return self.normalize(r, mean, std, steps)
-        assert self.reward is not None
+        if self.reward is None:
+            self.reward = reward_fn(self.net)  # type: ignore[arg-type]
         r = self.reward(prev, np.asarray(acts), x, terminated)  # [n] float64, ensemble mean
         return self.normalize(r, self.mean, self.std, self.published_steps)
 
