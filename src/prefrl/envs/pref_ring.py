@@ -15,12 +15,11 @@ finished segment is dropped (counted) and its slot is filled again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from multiprocessing import shared_memory
 from typing import Any
 
 import numpy as np
 
-from prefrl.envs.pref_shared import free_block, open_block
+from prefrl.envs.pref_shared import Field, SharedArrays
 
 Segment = dict[str, Any]
 """``obs [L+1, ...]``, ``acts [L, ...]``, ``rews [L]``, ``dones [L]``, optional ``frames
@@ -52,51 +51,6 @@ class RingSpec:
         if self.frame_shape is not None:
             out.append(("frames", (s, L + 1, *self.frame_shape), "|u1"))
         return out
-
-
-Field = tuple[str, tuple[int, ...], str]
-"""``(name, shape, dtype string)`` of one array in a shared block."""
-
-
-class SharedArrays:
-    """Named NumPy arrays in one shared-memory block (``arrays[name]`` are views into it).
-
-    Create with ``SharedArrays.create(fields)`` in the environment process and rebuild in a
-    worker with ``SharedArrays.attach(name, fields)``.
-    """
-
-    def __init__(self, shm: shared_memory.SharedMemory, fields: list[Field], owner: bool) -> None:
-        self.shm, self.fields, self.owner = shm, fields, owner
-        self.arrays: dict[str, np.ndarray] = {}
-        off = 0
-        for name, shape, dtype in fields:
-            a = np.ndarray(shape, np.dtype(dtype), shm.buf, off)
-            self.arrays[name] = a
-            off += (a.nbytes + 63) // 64 * 64
-
-    @staticmethod
-    def nbytes(fields: list[Field]) -> int:
-        total = 0
-        for _, shape, dtype in fields:
-            total += (int(np.prod(shape)) * np.dtype(dtype).itemsize + 63) // 64 * 64
-        return max(total, 64)
-
-    @classmethod
-    def create(cls, fields: list[Field]) -> SharedArrays:
-        return cls(shared_memory.SharedMemory(create=True, size=cls.nbytes(fields)), fields, owner=True)
-
-    @classmethod
-    def attach(cls, name: str, fields: list[Field]) -> SharedArrays:
-        return cls(open_block(name), fields, owner=False)
-
-    @property
-    def name(self) -> str:
-        return self.shm.name
-
-    def close(self) -> None:
-        """Detach; the owner also frees the block."""
-        self.arrays.clear()
-        free_block(self.shm, self.owner)
 
 
 class SegmentRing(SharedArrays):
@@ -146,4 +100,4 @@ def recv_slots(conn: Any, timeout: float = 0.0) -> list[int]:
     return out
 
 
-__all__ = ["Field", "RingSpec", "Segment", "SegmentRing", "SharedArrays", "recv_slots", "send_slots"]
+__all__ = ["RingSpec", "Segment", "SegmentRing", "recv_slots", "send_slots"]

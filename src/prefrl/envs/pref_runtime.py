@@ -20,8 +20,8 @@ from prefrl.envs import pref_server as ps
 from prefrl.envs import pref_shared as sh
 from prefrl.envs import pref_workers as pw
 from prefrl.envs.pref_config import PreferenceEnvConfig
-from prefrl.envs.pref_ring import Field, RingSpec, SegmentRing, SharedArrays, recv_slots, send_slots
-from prefrl.envs.pref_shared import SharedBoard
+from prefrl.envs.pref_ring import RingSpec, SegmentRing, recv_slots, send_slots
+from prefrl.envs.pref_shared import Field, SharedArrays, SharedBoard
 
 
 class BackgroundProcessError(RuntimeError):
@@ -44,7 +44,7 @@ class Runtime:
         rewarder: list[Field] | None = None,
     ) -> None:
         self.config = config
-        self.board = SharedBoard.create(state)
+        self.board = SharedBoard.create_board(state)
         self.procs: dict[str, Any] = {}
         self.closed = False
         self.failure: str | None = None
@@ -60,7 +60,7 @@ class Runtime:
         self._stop = ctx.Event()
         self.errors = ctx.Queue()
         links = pw.WorkerLinks(
-            self.board.name, self.board.layout, alive_r, self._stop, self.errors, config.niceness
+            self.board.name, self.board.fields, alive_r, self._stop, self.errors, config.niceness
         )
         prefs = ctx.Queue()  # unbounded: preferences are never dropped
         self.commands, self.replies = ctx.Queue(), ctx.Queue()

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from prefrl.envs.pref_infer import reward_fn
-from prefrl.envs.pref_ring import Field, SharedArrays
-from prefrl.envs.pref_shared import SharedBoard
+from prefrl.envs.pref_shared import Field, SharedArrays, SharedBoard
 from prefrl.rewards.io import build_reward_net
 from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
 

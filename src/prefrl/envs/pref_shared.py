@@ -1,15 +1,15 @@
 """Shared memory between the environment process and its background workers.
 
-One :class:`SharedBoard` block holds a few counters (``int64`` slots) and the reward
-network's ``state_dict`` laid out flat. The trainer publishes weights under a seqlock:
-it makes the version odd, writes, then makes it even; a reader copies the weights and
-keeps them only if the version was even and unchanged around the copy. Checking for new
-weights is one integer read, cheap enough for every environment step.
+:class:`SharedArrays` is one block of named NumPy arrays (the segment ring, the rewarder's
+request block and the board build on it). One :class:`SharedBoard` block holds a few
+counters (``int64`` slots) and the reward network's ``state_dict``. The trainer publishes
+weights under a seqlock: it makes the version odd, writes, then makes it even; a reader
+copies the weights and keeps them only if the version was even and unchanged around the
+copy. Checking for new weights is one integer read, cheap enough for every env step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from multiprocessing import shared_memory
 from typing import Any
 
@@ -30,7 +30,6 @@ N_SLOTS = 16
 REW_MEAN = 0
 REW_STD = 1
 N_FSLOTS = 4
-HEADER_BYTES = 8 * (N_SLOTS + N_FSLOTS)
 
 
 def open_block(name: str) -> shared_memory.SharedMemory:
@@ -54,63 +53,81 @@ def free_block(shm: shared_memory.SharedMemory, owner: bool) -> None:
             pass
 
 
-@dataclass(frozen=True)
-class TensorSlot:
-    """Where one ``state_dict`` entry lives in the block."""
-
-    key: str
-    dtype: str
-    shape: tuple[int, ...]
-    offset: int
-    nbytes: int
+Field = tuple[str, tuple[int, ...], str]
+"""``(name, shape, dtype string)`` of one array in a shared block."""
 
 
-def layout_of(state: dict[str, torch.Tensor]) -> list[TensorSlot]:
-    """Byte layout of a ``state_dict`` after the header, 8-byte aligned."""
-    slots, off = [], HEADER_BYTES
-    for k, v in state.items():
-        arr = v.detach().cpu().numpy()
-        slots.append(TensorSlot(k, arr.dtype.str, tuple(arr.shape), off, arr.nbytes))
-        off += (arr.nbytes + 7) // 8 * 8
-    return slots
+class SharedArrays:
+    """Named NumPy arrays in one shared-memory block (``arrays[name]`` are views into it).
 
-
-class SharedBoard:
-    """Counters and published reward weights in one shared-memory block.
-
-    Create it in the environment process with ``SharedBoard.create(state_dict)`` and
-    rebuild it in a worker with ``SharedBoard.attach(name, layout)``.
+    Create with ``SharedArrays.create(fields)`` in the environment process and rebuild in a
+    worker with ``SharedArrays.attach(name, fields)``.
     """
 
-    def __init__(self, shm: shared_memory.SharedMemory, layout: list[TensorSlot], owner: bool) -> None:
-        self.shm, self.layout, self.owner = shm, layout, owner
-        self.ints = np.ndarray((N_SLOTS,), dtype=np.int64, buffer=shm.buf)
-        self.floats = np.ndarray((N_FSLOTS,), dtype=np.float64, buffer=shm.buf, offset=8 * N_SLOTS)
-        self._views = {
-            s.key: np.ndarray(s.shape, dtype=np.dtype(s.dtype), buffer=shm.buf, offset=s.offset)
-            for s in layout
-        }
+    def __init__(self, shm: shared_memory.SharedMemory, fields: list[Field], owner: bool) -> None:
+        self.shm, self.fields, self.owner = shm, fields, owner
+        self.arrays: dict[str, np.ndarray] = {}
+        off = 0
+        for name, shape, dtype in fields:
+            a = np.ndarray(shape, np.dtype(dtype), shm.buf, off)
+            self.arrays[name] = a
+            off += (a.nbytes + 63) // 64 * 64
+
+    @staticmethod
+    def nbytes(fields: list[Field]) -> int:
+        total = 0
+        for _, shape, dtype in fields:
+            total += (int(np.prod(shape)) * np.dtype(dtype).itemsize + 63) // 64 * 64
+        return max(total, 64)
 
     @classmethod
-    def create(cls, state: dict[str, torch.Tensor] | None) -> SharedBoard:
-        layout = layout_of(state) if state else []
-        size = max([s.offset + s.nbytes for s in layout], default=HEADER_BYTES)
-        shm = shared_memory.SharedMemory(create=True, size=size)
-        board = cls(shm, layout, owner=True)
+    def create(cls, fields: list[Field]) -> SharedArrays:
+        return cls(shared_memory.SharedMemory(create=True, size=cls.nbytes(fields)), fields, owner=True)
+
+    @classmethod
+    def attach(cls, name: str, fields: list[Field]) -> SharedArrays:
+        return cls(open_block(name), fields, owner=False)
+
+    @property
+    def name(self) -> str:
+        return self.shm.name
+
+    def close(self) -> None:
+        """Detach; the owner also frees the block."""
+        self.arrays.clear()
+        free_block(self.shm, self.owner)
+
+
+def board_fields(state: dict[str, torch.Tensor]) -> list[Field]:
+    """The board's arrays: counters, then each ``state_dict`` entry as ``w:<key>``."""
+    fields: list[Field] = [("ints", (N_SLOTS,), "<i8"), ("floats", (N_FSLOTS,), "<f8")]
+    for k, v in state.items():
+        arr = v.detach().cpu().numpy()
+        fields.append(("w:" + k, tuple(arr.shape), arr.dtype.str))
+    return fields
+
+
+class SharedBoard(SharedArrays):
+    """Counters and published reward weights in one shared-memory block.
+
+    Create it in the environment process with ``SharedBoard.create_board(state_dict)`` and
+    rebuild it in a worker with ``SharedBoard.attach(name, fields)``.
+    """
+
+    def __init__(self, shm: shared_memory.SharedMemory, fields: list[Field], owner: bool) -> None:
+        super().__init__(shm, fields, owner)
+        self.ints, self.floats = self.arrays["ints"], self.arrays["floats"]
+        self._views = {name[2:]: a for name, a in self.arrays.items() if name.startswith("w:")}
+
+    @classmethod
+    def create_board(cls, state: dict[str, torch.Tensor] | None) -> SharedBoard:
+        board: SharedBoard = cls.create(board_fields(state or {}))  # type: ignore[assignment]
         board.ints[:] = 0
         board.floats[:] = 0.0
         board.floats[REW_STD] = 1.0
         if state:
             board.publish(state, train_steps=0)
         return board
-
-    @classmethod
-    def attach(cls, name: str, layout: list[TensorSlot]) -> SharedBoard:
-        return cls(open_block(name), layout, owner=False)
-
-    @property
-    def name(self) -> str:
-        return self.shm.name
 
     # ------------------------------------------------------------ weights
     def publish(
@@ -119,8 +136,8 @@ class SharedBoard:
         """Write new weights (trainer side); returns the new (even) version."""
         v = int(self.ints[VERSION])
         self.ints[VERSION] = v + 1  # odd: writing
-        for s in self.layout:
-            self._views[s.key][...] = state[s.key].detach().cpu().numpy()
+        for k, view in self._views.items():
+            view[...] = state[k].detach().cpu().numpy()
         self.floats[REW_MEAN], self.floats[REW_STD] = mean, std
         self.ints[TRAIN_STEPS] = train_steps
         self.ints[VERSION] = v + 2
@@ -160,4 +177,4 @@ class SharedBoard:
         """Detach; the owner also frees the block."""
         self._views.clear()
         del self.ints, self.floats
-        free_block(self.shm, self.owner)
+        super().close()

@@ -31,7 +31,7 @@ from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
 from prefrl.envs import pref_shared as sh
 from prefrl.envs.pref_ring import RingSpec, Segment, SegmentRing, recv_slots, send_slots
-from prefrl.envs.pref_shared import SharedBoard, TensorSlot
+from prefrl.envs.pref_shared import Field, SharedBoard
 from prefrl.rewards.encode import fragment_rewards
 from prefrl.rewards.io import build_reward_net, save_reward_net
 from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig
@@ -52,7 +52,7 @@ class WorkerLinks:
     """Everything a worker shares with the environment process (all picklable)."""
 
     board_name: str
-    layout: list[TensorSlot]
+    fields: list[Field]
     alive: Any  # read end of a pipe; end-of-file means the environment process died
     stop: Any  # multiprocessing Event
     errors: Any  # multiprocessing Queue of (worker name, formatted traceback)
@@ -112,7 +112,7 @@ def run_worker(name: str, links: WorkerLinks, body: Callable[..., None], *args: 
         pass
     torch.set_num_threads(1)
     try:
-        board = SharedBoard.attach(links.board_name, links.layout)
+        board = SharedBoard.attach(links.board_name, links.fields)
         body(board, Guard(links), *args)
     except Stop:
         pass
