@@ -13,6 +13,7 @@ format inside its run directory.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -22,10 +23,19 @@ import numpy as np
 import torch
 
 from prefrl.agents.evaluate import evaluate_returns
-from prefrl.agents.sb3 import AgentConfig, check_env_id, make_agent, make_vec_env
+from prefrl.agents.sb3 import (
+    ALGOS,
+    AgentConfig,
+    check_env_id,
+    make_agent,
+    make_env,
+    make_vec_env,
+    resolve_algo,
+)
 from prefrl.cli.train import TrainConfig, train
-from prefrl.storage.checkpoint import write_json
+from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import PRESETS
+from prefrl.training.loop import LoopConfig
 
 
 def oracle_run(agent_cfg: AgentConfig, env_id: str, steps: int, seed: int, run_dir: Path, episodes: int,
@@ -47,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--labels", type=int, default=20, help="label budget per run")
     p.add_argument("--steps", type=int, default=15_000, help="environment steps per run")
     p.add_argument("--seeds", type=int, default=3, help="number of seeds (0 .. N-1)")
-    p.add_argument("--agent", default="sac", choices=["sac", "td3", "ppo", "a2c"], help="RL agent")
+    p.add_argument("--agent", default="auto", choices=["auto", *sorted(ALGOS)],
+                   help="RL agent (auto: sac for continuous actions, ppo otherwise)")  # fmt: skip
     p.add_argument("--teacher", default="oracle", choices=list(PRESETS), help="simulated teacher preset")
     p.add_argument("--iterations", type=int, default=14, help="reward-update iterations")
     p.add_argument("--eval-episodes", type=int, default=10, help="evaluation episodes per policy")
@@ -61,41 +72,74 @@ def main(argv: list[str] | None = None) -> int:
         help="run only one side (to spread seeds over processes; combine with --combine)",
     )
     p.add_argument("--combine", action="store_true", help="only combine the per-seed results found in --out")
+    p.add_argument("--loop", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a LoopConfig option of the learned runs (JSON value), e.g. end_clip_frac=0.25; "
+                        "repeatable; named in the output directory")  # fmt: skip
     a = p.parse_args(argv)
     check_env_id(a.env)
+    probe = make_env(a.env)
+    a.agent = resolve_algo(a.agent, probe.action_space)  # learned and oracle: the same agent
+    probe.close()
     torch.set_num_threads(a.threads)
     t_all = time.perf_counter()
-    out = Path(a.out) / f"{a.env}-{a.agent}-{a.teacher}-{a.labels}l-{a.steps}s"
+    a.loop_options = parse_loop_options(a.loop)
+    suffix = "".join(f"-{k}={v}" for k, v in sorted(a.loop_options.items()))
+    out = Path(a.out) / f"{a.env}-{a.agent}-{a.teacher}-{a.labels}l-{a.steps}s{suffix}"
     initial = min(1000, a.steps // 10)
     agent_cfg = AgentConfig(algo=a.agent)
     random_ret = float(evaluate_returns(a.env, None, a.eval_episodes).mean())
     if not a.combine:
         for seed in range(a.first_seed, a.first_seed + a.seeds):
             run_seed(a, agent_cfg, out, seed, initial)
+    have = [list(out.glob(f"seed*-{side}.json")) for side in ("learned", "oracle")]
+    if a.only != "both" and not all(have):
+        print(f"{out}: {a.only} results written; score them with --combine once the other side is done",
+              file=sys.stderr)  # fmt: skip
+        return 0
     res = combine(out, random_ret)
     res.update(env=a.env, agent=a.agent, teacher=a.teacher, labels=a.labels, steps=a.steps,
-               wall_s=time.perf_counter() - t_all)  # fmt: skip
+               loop_options=a.loop_options, wall_s=time.perf_counter() - t_all)  # fmt: skip
     write_json(out / "result.json", res)
-    print(json.dumps(res))
+    print(dumps(res))
     return 0
 
 
+def parse_loop_options(items: list[str]) -> dict[str, object]:
+    """``["name=value", ...]`` -> LoopConfig options, with clear errors."""
+    fields = {f.name for f in dataclasses.fields(LoopConfig)}
+    out: dict[str, object] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or name not in fields:
+            raise SystemExit(f"--loop {item!r}: expected NAME=VALUE with NAME one of {sorted(fields)}")
+        try:
+            out[name] = json.loads(text)
+        except json.JSONDecodeError:
+            out[name] = text
+    return out
+
+
 def run_seed(a: argparse.Namespace, agent_cfg: AgentConfig, out: Path, seed: int, initial: int) -> None:
-    """Run one seed (learned and/or oracle), writing ``seed<k>-<side>.json`` in ``out``."""
+    """Run one seed (learned and/or oracle), writing ``seed<k>-<side>.json`` in ``out``.
+
+    A side whose result file exists is skipped, so an interrupted benchmark resumes.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    if a.only in ("both", "learned"):
+    if a.only in ("both", "learned") and not (out / f"seed{seed}-learned.json").exists():
         cfg = TrainConfig(seed=seed, teacher=a.teacher, run_dir=str(out / f"learned-seed{seed}"), force=True,
                           progress=False, eval_episodes=a.eval_episodes, agent=agent_cfg,
                           threads=a.threads)  # fmt: skip
         cfg.env.id = a.env
         cfg.loop.total_steps, cfg.loop.total_labels = a.steps, a.labels
         cfg.loop.iterations, cfg.loop.initial_steps = a.iterations, initial
+        for k, v in a.loop_options.items():
+            setattr(cfg.loop, k, v)
         rep = train(cfg)
         res = {"return": rep["true_return"], "wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
                "labels": rep["labels_used"]}  # fmt: skip
         write_json(out / f"seed{seed}-learned.json", res)
         print(f"seed {seed}: learned {rep['true_return']:.1f}", file=sys.stderr, flush=True)
-    if a.only in ("both", "oracle"):
+    if a.only in ("both", "oracle") and not (out / f"seed{seed}-oracle.json").exists():
         ret, wall, cpu = oracle_run(
             agent_cfg, a.env, a.steps, seed, out / f"oracle-seed{seed}", a.eval_episodes, initial
         )

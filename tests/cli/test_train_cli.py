@@ -18,8 +18,9 @@ def test_print_config_with_config_file_and_override(
     cfg = json.loads(capsys.readouterr().out)
     assert (
         cfg["env"]["id"] == "Pendulum-v1"
-        and cfg["agent"]["algo"] == "sac"
+        and cfg["agent"]["algo"] == "auto"
         and cfg["loop"]["total_labels"] == 7
+        and cfg["print_config"] is False  # the printed file trains when passed back with --config
     )
     cfg["loop"]["total_labels"] = 33
     cfg["agent"]["algo"] = "td3"
@@ -37,7 +38,7 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
                 "--loop.initial-comparison-frac",
                 "--loop.initial-epoch-multiplier", "--loop.exploration-frac", "--trajectory-path",
                 "--save-preferences", "--agent-path", "--loop.active-selection-oversampling",
-                "--loop.uncertainty-measure", "--loop.allow-variable-horizon", "--loop.checkpoint-interval",
+                "--loop.uncertainty-measure", "--loop.checkpoint-interval",
                 "--loop.query-schedule", "--teacher", "--store", "--resume"]:  # fmt: skip
         assert opt in text, opt
 
@@ -46,9 +47,10 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
     ("args", "message"),
     [
         (["--env.id", "Pendulum-v9"], "unknown Gymnasium environment id 'Pendulum-v9'"),
-        (["--env.id", "CartPole-v1"], "'sac' needs a continuous"),
+        (["--env.id", "CartPole-v1", "--agent.algo", "sac"], "'sac' needs a continuous"),
         (["--env.kwargs", "{bad"], "env kwargs must be a JSON object"),
-        (["--agent.algo", "dqn"], "unknown agent 'dqn'"),
+        (["--agent.algo", "dqn"], "agent 'dqn' needs a Discrete action space"),
+        (["--agent.algo", "dpg"], "unknown agent 'dpg'"),
         (["--teacher", "web"], "--store"),
     ],
 )

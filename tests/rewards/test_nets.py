@@ -135,3 +135,44 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
         load_reward_net(tmp_path / "bad.safetensors")
     with pytest.raises(FileNotFoundError):
         load_reward_net(tmp_path / "nope.safetensors")
+
+
+def test_cnn_with_next_obs_sees_what_the_step_changed() -> None:
+    import gymnasium as gym
+
+    from prefrl.rewards import CNNReward, build_reward_net
+
+    space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
+    net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, channels=(8, 16), kernels=(4, 3),
+                    strides=(4, 2), hidden=(32,), use_next_obs=True)  # fmt: skip
+    rng = np.random.default_rng(0)
+    o = rng.integers(0, 255, (4, 40, 40, 3), dtype=np.uint8)
+    n = rng.integers(0, 255, (4, 40, 40, 3), dtype=np.uint8)
+    a = np.zeros(4, np.int64)
+    r1, r2 = net.predict(o, a, n)[0], net.predict(o, a, o)[0]
+    assert r1.shape == (4,) and not np.allclose(r1, r2)  # the next image is an input
+    again = build_reward_net(net.config)
+    again.load_state_dict(net.state_dict())
+    np.testing.assert_allclose(again.predict(o, a, n)[0], r1, rtol=1e-5)
+
+
+def test_scoring_chunks_stay_small_for_atari_sized_clips() -> None:
+    import gymnasium as gym
+
+    from prefrl.data import Trajectory, TrajectoryBatch, sample_fragments
+    from prefrl.rewards import CNNReward
+    from prefrl.rewards.encode import fragment_rewards, fragments_per_chunk
+
+    space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    obs = np.zeros((61, 4, 84, 84), np.uint8)
+    ep = Trajectory(obs, np.zeros(60, np.int64), np.zeros(60, np.float32))
+    batch = TrajectoryBatch.from_trajectories([ep])
+    frags, _ = sample_fragments(batch, 20, 50, np.random.default_rng(0))
+    net = CNNReward(space, gym.spaces.Discrete(6), ensemble_size=3)
+    assert 1 <= fragments_per_chunk(net, frags) <= 10  # not 4096 clips of 50 frames in one pass
+    assert fragment_rewards(net, frags).shape == (3, 20, 50)
+    small = MLPReward(spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,)), ensemble_size=3)
+    vec = TrajectoryBatch.from_trajectories(
+        [Trajectory(np.zeros((61, 3), np.float32), np.zeros((60, 1), np.float32), np.zeros(60, np.float32))]
+    )
+    assert fragments_per_chunk(small, sample_fragments(vec, 5, 50, np.random.default_rng(0))[0]) == 4096

@@ -115,15 +115,30 @@ def test_ppo_loop_and_offline_mode() -> None:
     assert len(off.dataset) == 10 and off.trainer.calls == 2
 
 
-def test_variable_horizon_needs_opt_out() -> None:
-    cfg = LoopConfig(total_steps=600, total_labels=4, iterations=2, initial_steps=300, fragment_length=5)
+def test_terminating_env_runs_with_absorbing_clips() -> None:
+    """CartPole episodes (often shorter than a clip) end in falls: no opt-out needed."""
+    cfg = LoopConfig(total_steps=600, total_labels=4, iterations=2, initial_steps=300, fragment_length=30)
     loop = build(cfg, algo="ppo", env_id="CartPole-v1")
-    with pytest.raises(ValueError, match="allow-variable-horizon"):
-        loop.run()
-    cfg.allow_variable_horizon = True
-    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    assert loop.reward.normalizer.center
     loop.run()
     assert len(loop.dataset) == 4
+    frags = loop.dataset.fragments
+    assert frags is not None and frags.real is not None and (frags.real < 30).any()
+    assert not loop.reward.normalizer.center  # scale-only once an episode terminated
+    assert loop.net.absorbing_reward.detach().abs().sum() > 0  # the absorbing reward was learned
+    cfg.end_clip_frac = 1.0  # every query clip contains a fall
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    loop.run()
+    frags = loop.dataset.fragments
+    assert frags is not None and frags.arrays().dones.any(1).all()
+
+
+def test_clips_longer_than_every_episode_are_shortened_before_the_first_label(capsys) -> None:  # type: ignore[no-untyped-def]
+    cfg = LoopConfig(total_steps=700, total_labels=4, iterations=2, initial_steps=450, fragment_length=300)
+    loop = build(cfg)  # Pendulum: 200-step episodes, cut by a time limit
+    loop.run()
+    assert loop.config.fragment_length == 200 and loop.dataset.fragments.length == 200
+    assert "clips shortened from 300 to 200" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -68,3 +68,22 @@ def test_kill_and_resume_loses_no_label(tmp_path: Path) -> None:
     (ckpt / "reward.safetensors").write_bytes(b"garbage")
     res = subprocess.run(_cli("--resume", str(broken)), capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and "corrupt checkpoint" in res.stderr and "reward.safetensors" in res.stderr
+
+
+def test_trainer_state_is_saved_without_pickle(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+    import torch
+
+    from prefrl.storage.checkpoint import load_tensor_state, save_tensor_state
+
+    state = {"trainer": {"optimizer": {"exp_avg": torch.arange(3.0), "steps": 7, "lr": 0.003},
+                         "generator": torch.Generator().manual_seed(1).get_state(), "calls": 2},
+             "torch_rng": torch.get_rng_state()}  # fmt: skip
+    save_tensor_state(state, tmp_path / "t.safetensors")
+    back = load_tensor_state(tmp_path / "t.safetensors")
+    assert back["trainer"]["optimizer"]["steps"] == 7 and back["trainer"]["calls"] == 2
+    assert torch.equal(back["trainer"]["optimizer"]["exp_avg"], torch.arange(3.0))
+    assert torch.equal(back["trainer"]["generator"], state["trainer"]["generator"])
+    (tmp_path / "bad.safetensors").write_bytes(b"\x00" * 20)
+    with pytest.raises(ValueError, match=r"bad\.safetensors"):
+        load_tensor_state(tmp_path / "bad.safetensors")

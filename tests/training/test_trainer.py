@@ -47,6 +47,9 @@ def test_every_parameter_changes_and_loss_falls(pendulum_batch):
     first = tr.train(ds)["train_loss"]
     last = tr.train(ds, epoch_multiplier=10)["train_loss"]
     for k, v in net.named_parameters():
+        if k == "absorbing_reward":  # Pendulum never terminates: no clip reaches the absorbing state
+            assert torch.equal(v, before[k])
+            continue
         assert not torch.equal(v, before[k]), k
         assert (v - before[k]).abs().flatten(1).amax(1).gt(0).all(), f"a member of {k} did not train"
     assert last < first

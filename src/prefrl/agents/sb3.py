@@ -1,12 +1,13 @@
 """stable-baselines3 agents: construction, environment stacks, PEBBLE buffer relabelling.
 
-Off-policy agents (SAC, TD3) keep a replay buffer whose rewards go stale whenever the
+Off-policy agents (SAC, TD3, DQN) keep a replay buffer whose rewards go stale whenever the
 reward model changes; :func:`relabel_replay_buffer` recomputes all of them in batched
 passes. Buffers are saved as plain ``.npz`` arrays (never SB3's pickle-based format).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,16 +16,19 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3 import A2C, PPO, SAC, TD3
+from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecTransposeImage, is_vecenv_wrapped
 
+from prefrl.agents.policies import resolve_policy
 from prefrl.data.trajectories import load_npz_checked
+from prefrl.envs.atari import is_atari_id, make_atari_env, register_ale, use_atari_preprocessing
 
-ALGOS: dict[str, type[BaseAlgorithm]] = {"sac": SAC, "td3": TD3, "ppo": PPO, "a2c": A2C}
-OFF_POLICY = ("sac", "td3")
+ALGOS: dict[str, type[BaseAlgorithm]] = {"sac": SAC, "td3": TD3, "dqn": DQN, "ppo": PPO, "a2c": A2C}
+OFF_POLICY = ("sac", "td3", "dqn")
+AUTO = "auto"
 BUFFER_FORMAT = "prefrl.replay_buffer"
 
 
@@ -32,10 +36,12 @@ BUFFER_FORMAT = "prefrl.replay_buffer"
 class AgentConfig:
     """The RL agent (stable-baselines3)."""
 
-    algo: str = "sac"
-    """Algorithm: sac | td3 (off-policy, replay buffer relabelled) or ppo | a2c (on-policy)."""
-    policy: str = "MlpPolicy"
-    """SB3 policy class name (MlpPolicy, CnnPolicy, MultiInputPolicy)."""
+    algo: str = AUTO
+    """Algorithm: auto (sac for continuous actions, ppo otherwise), sac | td3 (continuous) or
+    dqn (discrete), off-policy with the replay buffer relabelled, or ppo | a2c (on-policy)."""
+    policy: str = "auto"
+    """SB3 policy: auto (CnnPolicy for uint8 images, MultiInputPolicy for Dict observations,
+    MlpPolicy otherwise), MlpPolicy, CnnPolicy or MultiInputPolicy."""
     learning_rate: float = 1e-3
     """Learning rate of the policy and value networks."""
     gamma: float = 0.99
@@ -56,8 +62,8 @@ class AgentConfig:
     """Torch device of the agent."""
 
     def __post_init__(self) -> None:
-        if self.algo not in ALGOS:
-            raise ValueError(f"unknown agent {self.algo!r}; choose from {sorted(ALGOS)}")
+        if self.algo not in ALGOS and self.algo != AUTO:
+            raise ValueError(f"unknown agent {self.algo!r}; choose from {[AUTO, *sorted(ALGOS)]}")
         try:
             extra = json.loads(self.extra)
         except json.JSONDecodeError as e:
@@ -71,7 +77,15 @@ class AgentConfig:
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise a clear error for an unknown Gymnasium id (with close matches)."""
+    """Raise a clear error for an unknown Gymnasium id (with close matches).
+
+    Atari ids (``ALE/Pong-v5``, ``PongNoFrameskip-v4``) are registered first when ale-py is
+    installed.
+    """
+    if env_id in gym.registry:
+        return
+    if not register_ale() and is_atari_id(env_id):
+        raise ValueError(f"{env_id!r} is an Atari game: install ale-py (it ships the ROMs)")
     if env_id in gym.registry:
         return
     import difflib
@@ -82,11 +96,24 @@ def check_env_id(env_id: str) -> None:
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool = False) -> gym.Env:
-    """``gym.make`` with a clear error for unknown ids."""
+    """``gym.make`` with a clear error for unknown ids, and prefrl's wrappers.
+
+    ``env_kwargs`` are ``gym.make``'s keyword arguments plus the wrapper options
+    ``atari_preprocessing`` (``"auto"``, the default: on for ``ALE/...`` ids; ``"on"``;
+    ``"off"``), see :func:`prefrl.envs.atari.make_atari_env`, and ``hide_score`` (blank the
+    score strip of Atari frames in the observations). With ``render``, ``render()`` returns
+    ``rgb_array`` frames.
+    """
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
+    preprocessing = use_atari_preprocessing(env_id, kwargs.pop("atari_preprocessing", "auto"))
+    hide_score = bool(kwargs.pop("hide_score", False))
     if render:
         kwargs["render_mode"] = "rgb_array"
+    if hide_score and not is_atari_id(env_id):
+        raise ValueError(f"hide_score blanks the score strip of Atari frames; {env_id!r} is not an ALE game")
+    if is_atari_id(env_id):
+        return make_atari_env(env_id, kwargs, preprocessing=preprocessing, hide_score=hide_score)
     return gym.make(env_id, **kwargs)
 
 
@@ -104,13 +131,27 @@ def make_vec_env(
     return venv
 
 
+def resolve_algo(algo: str, action_space: spaces.Space) -> str:
+    """The agent ``auto`` stands for: SAC for continuous (Box) actions, PPO for any other space.
+
+    PPO rather than DQN for discrete actions: it learned CartPole, Acrobot and Pong from
+    learned rewards with SB3's defaults, where DQN needs per-environment exploration tuning.
+    """
+    if algo != AUTO:
+        return algo
+    return "sac" if isinstance(action_space, spaces.Box) else "ppo"
+
+
 def check_agent_space(algo: str, action_space: spaces.Space) -> None:
     """Raise a clear error when ``algo`` cannot act in ``action_space``."""
-    if algo in OFF_POLICY and not isinstance(action_space, spaces.Box):
+    algo = resolve_algo(algo, action_space)
+    if algo in ("sac", "td3") and not isinstance(action_space, spaces.Box):
         raise ValueError(
             f"agent {algo!r} needs a continuous (Box) action space, but the environment has "
-            f"{action_space}; use --agent.algo ppo or a2c for discrete actions"
+            f"{action_space}; use --agent.algo auto, ppo, a2c or dqn for discrete actions"
         )
+    if algo == "dqn" and not isinstance(action_space, spaces.Discrete):
+        raise ValueError(f"agent 'dqn' needs a Discrete action space, but the environment has {action_space}")
     if algo in ("ppo", "a2c") and not isinstance(
         action_space, spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary
     ):
@@ -118,8 +159,9 @@ def check_agent_space(algo: str, action_space: spaces.Space) -> None:
 
 
 def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts: int = 0) -> BaseAlgorithm:
-    """Build a fresh SB3 agent on ``venv`` from ``config``."""
+    """Build a fresh SB3 agent on ``venv`` from ``config`` (``auto`` resolved from the action space)."""
     check_agent_space(config.algo, venv.action_space)
+    config = dataclasses.replace(config, algo=resolve_algo(config.algo, venv.action_space))
     kwargs: dict[str, Any] = {
         "learning_rate": config.learning_rate,
         "gamma": config.gamma,
@@ -138,7 +180,7 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts
             kwargs.update(batch_size=config.batch_size)
     kwargs.update(json.loads(config.extra))
     try:
-        return ALGOS[config.algo](config.policy, venv, **kwargs)
+        return ALGOS[config.algo](resolve_policy(config.policy, venv.observation_space), venv, **kwargs)
     except TypeError as e:
         raise ValueError(f"bad hyperparameters for {config.algo}: {e}") from e
 
@@ -166,7 +208,9 @@ def buffer_transitions(agent: OffPolicyAlgorithm, rows: slice) -> tuple[Any, np.
     """``(obs, acts, next_obs, terminal)`` of buffer rows, flattened to ``[M, ...]``.
 
     Actions are mapped back from the buffer's [-1, 1] scale to the environment's bounds,
-    i.e. what the environment executed and what the reward model is trained on.
+    i.e. what the environment executed and what the reward model is trained on. Likewise
+    channel-last images, which SB3 stores transposed (``VecTransposeImage``), are returned
+    channel-last, as the environment (and so the reward model) sees them.
     """
     buf = agent.replay_buffer
     assert buf is not None
@@ -179,9 +223,14 @@ def buffer_transitions(agent: OffPolicyAlgorithm, rows: slice) -> tuple[Any, np.
     acts = flat(buf.actions)
     if isinstance(agent.action_space, spaces.Box):
         acts = agent.policy.unscale_action(acts)
-    acts = acts.reshape(-1, *agent.action_space.shape) if agent.action_space.shape else acts
+    # Discrete actions are stored as [M, 1]: back to [M] integers, as the env took them
+    acts = acts.reshape(len(acts), *agent.action_space.shape).astype(agent.action_space.dtype, copy=False)
     terminal = flat(buf.dones) * (1 - flat(buf.timeouts))
-    return flat(buf.observations), acts, flat(buf.next_observations), terminal.astype(bool)
+    obs, next_obs = flat(buf.observations), flat(buf.next_observations)
+    venv = agent.get_env()
+    if venv is not None and is_vecenv_wrapped(venv, VecTransposeImage):  # [M, C, H, W] -> [M, H, W, C]
+        obs, next_obs = np.moveaxis(obs, -3, -1), np.moveaxis(next_obs, -3, -1)
+    return obs, acts, next_obs, terminal.astype(bool)
 
 
 def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: Any, batch: int = 16384) -> np.ndarray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,8 +9,9 @@ from pathlib import Path
 import tyro
 
 from prefrl.agents.evaluate import evaluate_returns
-from prefrl.agents.sb3 import load_agent
-from prefrl.storage.checkpoint import read_json, write_json
+from prefrl.agents.sb3 import AUTO, load_agent, make_env, resolve_algo
+from prefrl.cli.train import EnvConfig
+from prefrl.storage.checkpoint import dumps, read_json, write_json
 
 
 @dataclass
@@ -36,7 +36,11 @@ def evaluate_run(cfg: EvaluateConfig) -> dict[str, float]:
     run = Path(cfg.run)
     conf = read_json(run / "config.json", "run config (is this a prefrl run directory?)")
     env_id, algo = conf["env"]["id"], conf["agent"]["algo"]
-    env_kwargs = json.loads(conf["env"]["kwargs"])
+    env_kwargs = EnvConfig(**conf["env"]).parsed_kwargs()  # with the wrapper options (hide_score, ...)
+    if algo == AUTO:  # a hand-written config: the agent prefrl train would have chosen
+        probe = make_env(env_id, env_kwargs)
+        algo = resolve_algo(algo, probe.action_space)
+        probe.close()
     agent = load_agent(algo, run / cfg.policy)
     rets = evaluate_returns(env_id, agent, cfg.episodes, cfg.seed, env_kwargs, cfg.deterministic)
     rand = evaluate_returns(env_id, None, cfg.episodes, cfg.seed, env_kwargs)
@@ -56,5 +60,5 @@ def main(argv: list[str]) -> int:
     except (ValueError, FileNotFoundError, KeyError) as e:
         print(f"prefrl evaluate: error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(result))
+    print(dumps(result))
     return 0

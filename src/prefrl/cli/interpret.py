@@ -8,8 +8,6 @@ applies and bundles it into one HTML page.
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +36,7 @@ from prefrl.interpret.sources import Sources
 from prefrl.interpret.supervised import SupervisedConfig, fit_supervised
 from prefrl.rewards import build_reward_net, load_reward_net, save_reward_net
 from prefrl.rewards.spaces import is_image_space
+from prefrl.storage.checkpoint import dumps
 
 
 @dataclass
@@ -410,8 +409,7 @@ class Report(Common):
 
 
 def _dump(d: dict, path: Path) -> dict:
-    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
-    path.write_text(json.dumps(clean, indent=2))
+    path.write_text(dumps(d, indent=2))
     return d
 
 
@@ -444,9 +442,5 @@ def main(argv: list[str]) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"prefrl interpret: error: {e}", file=sys.stderr)
         return 2
-    print(
-        json.dumps(
-            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in result.items()}, indent=2
-        )
-    )
+    print(dumps(result, indent=2))
     return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import shutil
 import sys
 import time
@@ -33,15 +34,18 @@ from prefrl.agents.sb3 import (
     make_agent,
     make_env,
     make_vec_env,
+    resolve_algo,
 )
 from prefrl.data.fragments import random_pairs, sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.envs.atari import AtariPreprocessingMode
 from prefrl.envs.learned_reward import LearnedReward, LearnedRewardVecEnv
-from prefrl.rewards.nets import MLPReward, RewardNet
+from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, cnn_architecture
+from prefrl.rewards.spaces import is_image_space
 from prefrl.storage.checkpoint import config_hash, read_json, write_json
 from prefrl.teachers import PRESETS, SyntheticTeacher, TeacherConfig
 from prefrl.training.callbacks import ProgressBar
-from prefrl.training.loop import LoopConfig, PreferenceLoop
+from prefrl.training.loop import TIE_HINT, TIE_WARN, LoopConfig, PreferenceLoop, tie_fraction
 from prefrl.training.metrics_log import MetricsLogger
 from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig, evaluate_preferences
 
@@ -56,23 +60,48 @@ class EnvConfig:
     """Any registered Gymnasium environment id."""
     kwargs: str = "{}"
     """Keyword arguments of gym.make as a JSON object, e.g. '{"g": 9.81}'."""
+    atari_preprocessing: AtariPreprocessingMode = "auto"
+    """Atari (ALE/...) games: 84x84 grayscale frames, frame skip 4, up to 30 no-ops on reset, 4 frames
+    stacked into uint8 [4, 84, 84] observations. auto: on for ALE ids; off: the raw [210, 160, 3] frames."""
+    hide_score: bool = False
+    """Atari games: blank the score strip at the top of the observed frames, so the reward model (and,
+    as they share one observation, the agent) cannot read the score; clips shown to people keep it."""
 
     def parsed_kwargs(self) -> dict[str, Any]:
+        """gym.make's keyword arguments plus the wrapper options that make_env consumes."""
         try:
             kw = json.loads(self.kwargs)
         except json.JSONDecodeError as e:
             raise ValueError(f"env kwargs must be a JSON object, got {self.kwargs!r} ({e})") from e
         if not isinstance(kw, dict):
             raise ValueError(f"env kwargs must be a JSON object, got {self.kwargs!r}")
+        if self.atari_preprocessing != "auto":
+            kw["atari_preprocessing"] = self.atari_preprocessing
+        if self.hide_score:
+            kw["hide_score"] = True
         return kw
 
 
 @dataclass
 class RewardNetConfig:
-    """The reward model (an ensemble of MLPs)."""
+    """The reward model (an ensemble of MLPs, or of CNNs for image observations)."""
 
+    kind: Literal["auto", "mlp", "cnn"] = "auto"
+    """Network: auto (cnn for uint8 image observations [H, W, C] or [C, H, W], frame stacks included;
+    mlp otherwise, Dict observations included), mlp or cnn."""
     hidden: list[int] = field(default_factory=lambda: [64, 64])
-    """Hidden layer sizes."""
+    """Hidden layer sizes of the MLP."""
+    cnn_channels: list[int] | None = None
+    """CNN: output channels of each convolution (None: by image size, see --reward.cnn-hidden)."""
+    cnn_kernels: list[int] | None = None
+    """CNN: kernel size of each convolution (None: by image size; reduced where images are too small)."""
+    cnn_strides: list[int] | None = None
+    """CNN: stride of each convolution (None: by image size; reduced where images are too small)."""
+    cnn_hidden: list[int] | None = None
+    """CNN: hidden layer sizes after the convolutions. None picks the CNN by image size: sides up to 64
+    px (e.g. the 40x40 moving dot) get channels 8 16, kernels 4 3, strides 4 2, hidden 32 (cheap enough
+    for a per-step reward on 2 cores); larger images (Atari's 84x84) channels 16 32 32, kernels 8 4 3,
+    strides 4 2 1, hidden 64."""
     ensemble_size: int = 3
     """Ensemble members (>= 2 for disagreement-based active selection)."""
     use_obs: bool = True
@@ -80,11 +109,31 @@ class RewardNetConfig:
     use_act: bool = True
     """Reward reads the action."""
     use_next_obs: bool = False
-    """Reward reads the next observation."""
+    """Reward reads the next observation (CNN: stacked onto the current image along channels)."""
     use_done: bool = False
     """Reward reads the terminal flag."""
 
     def build(self, obs_space: Any, act_space: Any) -> RewardNet:
+        kind = self.kind
+        if kind == "auto":
+            kind = "cnn" if is_image_space(obs_space) else "mlp"
+        if kind == "cnn":
+            if not is_image_space(obs_space):
+                raise ValueError(
+                    "--reward.kind cnn needs uint8 image observations [H, W, C] or [C, H, W], "
+                    f"got {obs_space}"
+                )
+            if not self.use_obs:
+                raise ValueError(
+                    "the CNN reward always reads the observation; drop --reward.no-use-obs or use "
+                    "--reward.kind mlp"
+                )
+            arch = cnn_architecture(obs_space, channels=self.cnn_channels, kernels=self.cnn_kernels,
+                                    strides=self.cnn_strides, hidden=self.cnn_hidden)  # fmt: skip
+            return CNNReward(
+                obs_space, act_space, ensemble_size=self.ensemble_size, use_act=self.use_act,
+                use_done=self.use_done, use_next_obs=self.use_next_obs, **arch,
+            )  # fmt: skip
         return MLPReward(
             obs_space, act_space, hidden=tuple(self.hidden), ensemble_size=self.ensemble_size,
             use_obs=self.use_obs, use_act=self.use_act, use_next_obs=self.use_next_obs,
@@ -151,6 +200,10 @@ def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    if cls is LoopConfig and "allow_variable_horizon" in data:  # retired: episode ends are handled
+        data = {k: v for k, v in data.items() if k != "allow_variable_horizon"}
+        print(f"{where}: ignoring retired option allow_variable_horizon (terminating episodes "
+              "are handled by absorbing states)", file=sys.stderr)  # fmt: skip
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"{where}: unknown option(s) {unknown}; valid: {sorted(fields)}")
@@ -266,6 +319,7 @@ def build_run(cfg: TrainConfig) -> Run:
     offline = cfg.trajectory_path is not None
     if not offline:
         check_agent_space(cfg.agent.algo, act_space)
+        cfg.agent.algo = resolve_algo(cfg.agent.algo, act_space)  # config.json names the real agent
     run = prepare_run_dir(cfg)
     human = cfg.teacher in ("terminal", "web")
     torch.manual_seed(cfg.seed)  # reward-net initialisation: a run is reproducible from its seed
@@ -297,7 +351,11 @@ def build_run(cfg: TrainConfig) -> Run:
 
 
 def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int = 500) -> float | None:
-    """Accuracy of the learned reward on fresh oracle-labelled pairs of policy + random clips."""
+    """Accuracy of the learned reward on fresh oracle-labelled pairs of policy + random clips.
+
+    Only pairs with a strict preference count; ``None`` when every pair is a tie (or no
+    clip can be drawn).
+    """
     env = make_env(cfg.env.id, cfg.env.parsed_kwargs())
     try:
         from prefrl.agents.rollout import collect_episodes
@@ -313,7 +371,8 @@ def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int =
         )
         pairs = random_pairs(len(frags), n_pairs, rng)
         labels = SyntheticTeacher("oracle").label(frags, pairs)
-        return float(evaluate_preferences(net, frags, pairs, labels)["accuracy"])
+        acc = float(evaluate_preferences(net, frags, pairs, labels)["accuracy"])
+        return acc if math.isfinite(acc) else None
     except ValueError:
         return None
     finally:
@@ -349,6 +408,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         report.update(agent=cfg.agent.algo, env_steps=loop.env_steps, true_return=float(rets.mean()),
                       true_return_std=float(rets.std()), random_return=float(rand.mean()))  # fmt: skip
     report["reward_accuracy"] = reward_accuracy(cfg, loop.net, loop.agent)
+    report["label_tie_fraction"] = tie_fraction(loop.dataset.labels)
     if cfg.final_agent_steps > 0 and loop.agent is not None:
         report["fresh_agent_true_return"] = train_fresh_agent(cfg, loop.net, r)
     report["train_wall_s"] = loop.state.wall_s
@@ -371,6 +431,7 @@ def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
     reward = LearnedReward(net)
     venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, cfg.seed + 1), reward)
     agent = make_agent(cfg.agent, venv, seed=cfg.seed + 1, learning_starts=cfg.loop.initial_steps)
+    reward.normalizer.center = r.loop.reward is None or r.loop.reward.normalizer.center
     agent.learn(cfg.final_agent_steps)
     agent.save(str(r.run_dir / "fresh_policy.zip"))
     return float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=r.env_kwargs).mean())
@@ -386,8 +447,14 @@ def format_report(rep: dict[str, Any]) -> str:
     if "fresh_agent_true_return" in rep:
         lines.append(f"fresh agent on final reward : {rep['fresh_agent_true_return']:.1f}")
     acc = rep.get("reward_accuracy")
-    lines.append(f"reward accuracy (held out)  : {'n/a' if acc is None else f'{acc:.3f}'}")
+    acc_text = "n/a (every held-out pair was a tie)" if acc is None else f"{acc:.3f}"
+    lines.append(f"reward accuracy (held out)  : {acc_text}")
     lines.append(f"labels used                 : {rep['labels_used']} ({rep['queries_asked']} queries asked)")
+    ties = rep.get("label_tie_fraction")
+    if ties is not None:
+        lines.append(f"labels that were ties       : {ties:.0%}")
+        if ties >= TIE_WARN:
+            lines += ["", "warning: most labels were ties. " + TIE_HINT]
     lines.append(f"time taken                  : {rep['wall_s']:.0f} s")
     lines.append(f"run directory               : {rep['run_dir']}")
     lines += [f"  {k:<12} {v}" for k, v in rep["files"].items()]
@@ -402,8 +469,8 @@ def main(argv: list[str]) -> int:
             if e.code not in (0, None):
                 return int(e.code) if isinstance(e.code, int) else 2
             raise
-        if cfg.print_config:
-            print(json.dumps(config_to_dict(cfg), indent=2))
+        if cfg.print_config:  # printed as a config to train with (--config FILE): not to print again
+            print(json.dumps(config_to_dict(dataclasses.replace(cfg, print_config=False)), indent=2))
             return 0
         rep = train(cfg)
     except (ValueError, FileNotFoundError, FileExistsError) as e:

@@ -145,6 +145,8 @@ class PreferenceDataset:
             arrays.update(obs_to_flat_dict("obs", f.table_obs))
             arrays.update(acts=f.table_acts, dones=f.table_dones, rows=f.rows)
             arrays.update(episode=f.episode, start=f.start)
+            if f.real is not None:
+                arrays["real"] = f.real
             if f.table_rews is not None:
                 arrays["rews"] = f.table_rews
         tmp = path.with_name(path.name + ".tmp.npz")
@@ -168,6 +170,7 @@ class PreferenceDataset:
                     obs_from_flat_dict("obs", data), data["acts"], data.get("rews"),
                     data["dones"].astype(bool), data["rows"].astype(np.int64), int(meta["length"]),
                     data["episode"].astype(np.int64), data["start"].astype(np.int64),
+                    None, data["real"].astype(np.int64) if "real" in data else None,
                 )  # fmt: skip
                 if len(ds.pairs) and ds.pairs.max() >= len(ds.fragments):
                     raise ValueError("pair indices point past the stored fragments")

@@ -1,5 +1,7 @@
-"""Gymnasium wrappers: learned reward, async preference wrapper."""
+"""Gymnasium wrappers: learned reward, async preference wrapper; the project's own
+environments (``prefrl/GridWorld-v0``, ``prefrl/MovingDot-v0``), registered on import."""
 
+from prefrl.envs import gridworld, moving_dot  # noqa: F401  (register the project's environments)
 from prefrl.envs.learned_reward import (
     LearnedReward,
     LearnedRewardVecEnv,

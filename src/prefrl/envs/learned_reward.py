@@ -7,7 +7,8 @@ Two wrappers share one :class:`LearnedReward`:
   call per vector step, whatever the number of environments.
 
 Both keep the environment's own reward in ``info["true_reward"]`` (and the raw,
-unnormalised learned reward in ``info["learned_reward"]``) so logs can show both.
+unnormalised learned reward, measured from the absorbing state's, in
+``info["learned_reward"]``) so logs can show both.
 """
 
 from __future__ import annotations
@@ -23,11 +24,18 @@ from prefrl.rewards.nets import RewardNet
 
 
 class RewardNormalizer:
-    """Running mean / std of scalar rewards (Chan et al. parallel update), JSON-serialisable."""
+    """Running mean / std of scalar rewards (Chan et al. parallel update), JSON-serialisable.
 
-    def __init__(self, eps: float = 1e-8, clip: float = 10.0) -> None:
+    With ``center`` (the default) rewards are shifted to zero mean and scaled to unit std.
+    Without it they are only scaled, by their root mean square ``sqrt(var + mean²)``: zero
+    stays zero. Environments that can terminate need that, because there the reward's
+    level relative to the absorbing state (anchored at 0) decides whether the agent wants
+    episodes to go on or to end; a shift would change that decision.
+    """
+
+    def __init__(self, eps: float = 1e-8, clip: float = 10.0, center: bool = True) -> None:
         self.mean, self.var, self.count = 0.0, 1.0, 0.0
-        self.eps, self.clip = eps, clip
+        self.eps, self.clip, self.center = eps, clip, center
 
     def update(self, x: np.ndarray) -> None:
         """Fold rewards ``x`` (any shape) into the statistics."""
@@ -47,18 +55,28 @@ class RewardNormalizer:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Normalised rewards, same shape as ``x``, clipped to ``±clip``."""
-        y = (np.asarray(x, dtype=np.float64) - self.mean) / np.sqrt(self.var + self.eps)
+        x = np.asarray(x, dtype=np.float64)
+        if self.center:
+            y = (x - self.mean) / np.sqrt(self.var + self.eps)
+        else:
+            y = x / np.sqrt(self.var + self.mean**2 + self.eps)
         return np.clip(y, -self.clip, self.clip).astype(np.float32)
 
-    def state_dict(self) -> dict[str, float]:
-        return {"mean": self.mean, "var": self.var, "count": self.count}
+    def state_dict(self) -> dict[str, float | bool]:
+        return {"mean": self.mean, "var": self.var, "count": self.count, "center": self.center}
 
-    def load_state_dict(self, state: dict[str, float]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.mean, self.var, self.count = float(state["mean"]), float(state["var"]), float(state["count"])
+        self.center = bool(state.get("center", True))
 
 
 class LearnedReward:
     """A reward network's ensemble-mean reward plus the normaliser the agent sees.
+
+    Rewards are measured from the network's absorbing-state reward (``r - r_absorbing``),
+    so ending an episode is worth exactly 0 to the agent, as it is to SB3's value targets.
+    In environments that can terminate the loop switches the normaliser to scale-only
+    (``normalizer.center = False``) so that this anchor survives normalisation.
 
     Args:
         net: the reward network (its weights may change between calls: it is read live).
@@ -77,9 +95,10 @@ class LearnedReward:
 
     @torch.no_grad()
     def raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> np.ndarray:
-        """Unnormalised ensemble-mean reward ``[*lead]`` for transitions ``[*lead, ...]``."""
+        """Ensemble-mean reward ``[*lead]`` for transitions ``[*lead, ...]``, minus the
+        absorbing-state reward (unnormalised)."""
         mean, _ = self.net.predict(obs, acts, next_obs, dones)
-        return mean.astype(np.float32)
+        return (mean - self.net.absorbing_value()).astype(np.float32)
 
     def __call__(
         self, obs: Any, acts: Any, next_obs: Any, dones: Any = None

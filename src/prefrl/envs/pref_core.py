@@ -22,7 +22,7 @@ from prefrl.envs.pref_ring import RingSpec
 from prefrl.envs.pref_runtime import Runtime
 from prefrl.envs.pref_server import overlappable, request_fields
 from prefrl.rewards.io import load_reward_net
-from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
+from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, cnn_architecture
 from prefrl.rewards.spaces import is_image_space
 
 ObsTransform = Callable[[np.ndarray], np.ndarray]
@@ -41,25 +41,14 @@ def space_of(x: np.ndarray) -> spaces.Box:
 REWARDER_MIN_ENVS = 4
 """``reward_process=None`` starts the rewarder from this many envs (see the config)."""
 
-SMALL_IMAGE = 64
-"""Images with both sides at most this many pixels get the small default CNN."""
-
 
 def default_net(obs_space: spaces.Box, act_space: spaces.Space) -> RewardNet:
-    """``CNNReward`` for uint8 images, ``MLPReward`` otherwise.
-
-    Small images (e.g. the 40x40 moving dot) get a small CNN, two strided convolutions with
-    8 and 16 channels (the first with non-overlapping 4x4 patches) and one hidden layer of
-    32: the per-step reward in the environment process costs a fraction of the core default.
-    """
+    """``CNNReward`` for uint8 images (layers by image size, see
+    :func:`~prefrl.rewards.nets.cnn_architecture`: the 40x40 moving dot gets a small CNN whose
+    per-step reward in the environment process costs a fraction of the core default),
+    ``MLPReward`` otherwise."""
     if is_image_space(obs_space):
-        shape = obs_space.shape
-        hw = shape[1:] if shape[0] < shape[-1] else shape[:2]
-        if max(hw) <= SMALL_IMAGE and min(hw) >= 12:
-            return CNNReward(
-                obs_space, act_space, channels=(8, 16), kernels=(4, 3), strides=(4, 2), hidden=(32,)
-            )
-        return CNNReward(obs_space, act_space)
+        return CNNReward(obs_space, act_space, **cnn_architecture(obs_space))
     return MLPReward(obs_space, act_space)
 
 

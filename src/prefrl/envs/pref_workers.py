@@ -178,7 +178,7 @@ def fragments_to_message(f: Fragments) -> dict[str, Any]:
     return {
         "table_obs": f.table_obs, "table_acts": f.table_acts, "table_rews": f.table_rews,
         "table_dones": f.table_dones, "rows": f.rows, "length": f.length,
-        "episode": f.episode, "start": f.start,
+        "episode": f.episode, "start": f.start, "real": f.real,
     }  # fmt: skip
 
 

@@ -67,6 +67,9 @@ def load_reward_net(path: str | Path, device: torch.device | str = "cpu") -> Rew
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path}: not a prefrl reward model (format {meta.get('format')!r})")
     net = build_reward_net(json.loads(meta["config"]))
+    for key, value in net.state_dict().items():  # files from before absorbing states: reward 0
+        if key.endswith("absorbing_reward") and key not in state:
+            state[key] = torch.zeros_like(value)
     try:
         net.load_state_dict(state)
     except RuntimeError as e:

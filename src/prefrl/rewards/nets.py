@@ -9,6 +9,14 @@ to rewards ``[E, *lead]`` in two steps:
 - :meth:`RewardNet.score`: the trainable part, ``features -> [E, *lead]``. With
   ``per_member=True`` the features carry a leading ``E`` dimension so that each member
   sees its own rows (bootstrap resampling) in the same single batched pass.
+
+Every network also learns one scalar per member, :attr:`RewardNet.absorbing_reward`: the
+reward of the absorbing state that follows a terminated episode (``[E]``). Where the
+features carry an ``"absorbing"`` mask (fragments that run past an episode's end, see
+:mod:`prefrl.data.fragments`), :meth:`RewardNet.score` returns that value at those steps.
+Only differences between rewards matter to preferences between clips of one length, so
+this value is the anchor the agent's reward is measured from (``reward - absorbing``,
+worth 0 once an episode has ended, as in Gymnasium).
 """
 
 from __future__ import annotations
@@ -55,6 +63,9 @@ class RewardNet(nn.Module):
         super().__init__()
         self._config: dict[str, Any] = {}
 
+    def _init_absorbing(self, ensemble_size: int) -> None:
+        self.absorbing_reward = nn.Parameter(torch.zeros(ensemble_size))
+
     @property
     def device(self) -> torch.device:
         return next(self.parameters()).device
@@ -64,9 +75,27 @@ class RewardNet(nn.Module):
         """Raw tensors ``[*lead, ...]`` -> feature tensors ``[*lead, ...]`` (no gradients)."""
         raise NotImplementedError
 
-    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
-        """Features ``[*lead, ...]`` (``[E, *lead, ...]`` if per member) -> ``[E, *lead]``."""
+    def _score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+        """The network's own rewards ``[E, *lead]`` (subclasses implement this)."""
         raise NotImplementedError
+
+    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+        """Features ``[*lead, ...]`` (``[E, *lead, ...]`` if per member) -> ``[E, *lead]``.
+
+        Steps flagged in ``feats["absorbing"]`` (bool ``[*lead]`` or ``[E, *lead]``) get
+        :attr:`absorbing_reward` instead of the network's output.
+        """
+        r = self._score(feats, per_member)
+        mask = feats.get("absorbing")
+        if mask is None:
+            return r
+        value = self.absorbing_reward.view(-1, *([1] * (r.dim() - 1)))
+        return torch.where(mask, value.to(r.dtype), r)
+
+    @torch.no_grad()
+    def absorbing_value(self) -> float:
+        """Ensemble-mean reward of the absorbing state (the agent's anchor)."""
+        return float(self.absorbing_reward.mean())
 
     def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
         """Update input normalisation from a batch of raw transitions (default: none)."""
@@ -138,6 +167,7 @@ class MLPReward(RewardNet):
         dim = d_obs * (use_obs + use_next_obs) + d_act * use_act + int(use_done)
         self.norm = RunningNorm(dim) if normalize_input else None
         self.mlp = EnsembleMLP(ensemble_size, dim, hidden, 1, activation)
+        self._init_absorbing(ensemble_size)
         self._config = {
             "observation_space": space_to_json(observation_space),
             "action_space": space_to_json(action_space),
@@ -176,8 +206,63 @@ class MLPReward(RewardNet):
         if self.norm is not None:
             self.norm.update(self._raw(obs, acts, next_obs, dones))
 
-    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+    def _score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
         return self.mlp(feats["x"], per_member=per_member).squeeze(-1)
+
+
+SMALL_IMAGE = 64
+"""Images with both sides at most this many pixels get the small reward CNN."""
+
+
+def cnn_architecture(
+    obs_space: spaces.Space,
+    channels: Sequence[int] | None = None,
+    kernels: Sequence[int] | None = None,
+    strides: Sequence[int] | None = None,
+    hidden: Sequence[int] | None = None,
+) -> dict[str, tuple[int, ...]]:
+    """:class:`CNNReward` layer sizes for ``obs_space``'s images (``None``: chosen by image size).
+
+    Sides up to :data:`SMALL_IMAGE` pixels (e.g. the 40x40 moving dot) get two strided
+    convolutions with 8 and 16 channels (kernels 4, 3; strides 4, 2) and one hidden layer of
+    32, cheap enough for a per-step reward on 2 cores; larger images (Atari's 84x84) get
+    channels 16 32 32, kernels 8 4 3, strides 4 2 1 and 64 hidden units. While the last
+    convolution would get an empty input, the largest stride (then kernel) is reduced by one.
+
+    Returns:
+        keyword arguments ``channels``, ``kernels``, ``strides``, ``hidden`` of CNNReward.
+    """
+    if not is_image_space(obs_space):
+        raise ValueError(
+            f"a CNN reward needs uint8 image observations [H, W, C] or [C, H, W], got {obs_space}"
+        )
+    shape = tuple(obs_space.shape)  # type: ignore[arg-type]
+    hw = shape[1:] if channels_first(shape) else shape[:2]
+    if max(hw) <= SMALL_IMAGE:
+        arch = {"channels": (8, 16), "kernels": (4, 3), "strides": (4, 2), "hidden": (32,)}
+    else:
+        arch = {"channels": (16, 32, 32), "kernels": (8, 4, 3), "strides": (4, 2, 1), "hidden": (64,)}
+    given = {"channels": channels, "kernels": kernels, "strides": strides, "hidden": hidden}
+    arch.update({k: tuple(v) for k, v in given.items() if v is not None})
+    k, s = list(arch["kernels"]), list(arch["strides"])
+    if len(k) != len(s):
+        raise ValueError(f"CNN kernels {k} and strides {s} differ in length")
+
+    def out(n: int) -> int:
+        for ki, si in zip(k, s):
+            n = (n - ki) // si + 1
+        return n
+
+    while out(min(hw)) < 1:
+        i = max(range(len(s)), key=lambda j: (s[j], k[j]))
+        if s[i] > 1:
+            s[i] -= 1
+        elif max(k) > 1:
+            k[k.index(max(k))] -= 1
+        else:
+            break
+    arch["kernels"], arch["strides"] = tuple(k), tuple(s)
+    return arch
 
 
 class CNNReward(RewardNet):
@@ -185,7 +270,9 @@ class CNNReward(RewardNet):
 
     Pixels are scaled to [0, 1] inside the network. All members run as one grouped
     convolution (``groups=E``), so the ensemble costs one pass. Actions (and done flags)
-    join after the convolutions when used.
+    join after the convolutions when used. With ``use_next_obs`` the next image is stacked
+    onto the current one along channels (``[2C, H, W]``), so the first convolution sees what
+    the step changed (a reward for progress, say, rather than for a place).
     """
 
     def __init__(
@@ -201,6 +288,7 @@ class CNNReward(RewardNet):
         use_done: bool = False,
         activation: str = "relu",
         chw: bool | None = None,
+        use_next_obs: bool = False,
     ) -> None:
         super().__init__()
         if not is_image_space(observation_space):
@@ -212,9 +300,12 @@ class CNNReward(RewardNet):
             raise ValueError("channels, kernels and strides must have the same length")
         self.observation_space, self.action_space = observation_space, action_space
         self.ensemble_size, self.use_act, self.use_done = ensemble_size, use_act, use_done
+        self.use_next_obs = use_next_obs
         shape = tuple(observation_space.shape)  # type: ignore[arg-type]
         self.chw = channels_first(shape) if chw is None else chw
         c, h, w = shape if self.chw else (shape[2], shape[0], shape[1])
+        self.obs_shape = (c, h, w)
+        c *= 1 + int(use_next_obs)
         e = ensemble_size
         layers: list[nn.Module] = []
         in_c = c
@@ -226,6 +317,7 @@ class CNNReward(RewardNet):
             n_flat = self.conv(torch.zeros(1, c * e, h, w)).flatten(1).shape[1] // e
         d_vec = flat_dim(action_space) * use_act + int(use_done)
         self.head = EnsembleMLP(e, n_flat + d_vec, hidden, 1, activation)
+        self._init_absorbing(e)
         self.image_shape = (c, h, w)
         self._config = {
             "observation_space": space_to_json(observation_space),
@@ -239,6 +331,7 @@ class CNNReward(RewardNet):
             "use_done": use_done,
             "activation": activation,
             "chw": self.chw,
+            "use_next_obs": use_next_obs,
         }
 
     @torch.no_grad()
@@ -246,8 +339,11 @@ class CNNReward(RewardNet):
         if obs.dtype != torch.uint8:
             raise ValueError(f"CNNReward expects uint8 images, got {obs.dtype}")
         img = obs if self.chw else obs.movedim(-1, -3)  # [*lead, C, H, W]
-        if tuple(img.shape[-3:]) != self.image_shape:
-            raise ValueError(f"images of shape {tuple(obs.shape)} do not match {self.image_shape}")
+        if tuple(img.shape[-3:]) != self.obs_shape:
+            raise ValueError(f"images of shape {tuple(obs.shape)} do not match {self.obs_shape}")
+        if self.use_next_obs:
+            nxt = next_obs if self.chw else next_obs.movedim(-1, -3)
+            img = torch.cat([img, nxt], -3)  # [*lead, 2C, H, W]
         feats: Features = {"img": img}
         parts = []
         if self.use_act:
@@ -258,7 +354,7 @@ class CNNReward(RewardNet):
             feats["vec"] = torch.cat(parts, -1)
         return feats
 
-    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+    def _score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
         img, e = feats["img"], self.ensemble_size
         c, h, w = self.image_shape
         if per_member:
@@ -302,6 +398,7 @@ class ShapedReward(RewardNet):
         d = flat_dim(self.observation_space)
         self.phi_norm = RunningNorm(d)
         self.potential = EnsembleMLP(self.ensemble_size, d, hidden, 1, activation)
+        self._init_absorbing(self.ensemble_size)
         self._config = {
             "base": base.config,
             "gamma": gamma,
@@ -326,9 +423,9 @@ class ShapedReward(RewardNet):
         """``Φ`` for normalised observation features -> ``[E, *lead]``."""
         return self.potential(feats, per_member=per_member).squeeze(-1)
 
-    def score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
+    def _score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
         base = {k[5:]: v for k, v in feats.items() if k.startswith("base.")}
-        r = self.base.score(base, per_member=per_member)
+        r = self.base._score(base, per_member=per_member)
         phi_s = self.potential_value(feats["phi_s"], per_member)
         phi_next = self.potential_value(feats["phi_next"], per_member)
         return r + self.gamma * (1.0 - feats["done"]) * phi_next - phi_s

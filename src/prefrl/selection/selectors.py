@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from prefrl.data.fragments import Fragments
-from prefrl.rewards.encode import encode_fragments
+from prefrl.rewards.encode import encode_fragments, fragments_per_chunk
 from prefrl.rewards.nets import RewardNet
 
 Measure = Literal["logit", "probability", "label", "entropy"]
@@ -62,6 +62,7 @@ def ensemble_logits(
     inv = torch.as_tensor(inv.reshape(-1, 2), device=net.device)
     returns = []
     w = discount ** torch.arange(fragments.length, dtype=torch.float32, device=net.device)
+    chunk = fragments_per_chunk(net, fragments, chunk)  # a few Atari clips at a time, not thousands
     for s in range(0, len(used), chunk):
         feats = encode_fragments(net, fragments, used[s : s + chunk])
         returns.append(net.score(feats) @ w)  # [E, n]

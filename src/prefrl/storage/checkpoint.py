@@ -6,7 +6,7 @@ Layout of ``RUN/checkpoints/``::
     iter_000004/
       state.json           loop position, schedule, normaliser stats, RNG states, config hash
       reward.safetensors   reward model (prefrl.rewards.save_reward_net)
-      trainer.pt           reward optimiser / L2 / RNG state (tensors only, weights_only load)
+      trainer.safetensors  reward optimiser / L2 / RNG state (tensors; numbers as JSON metadata)
       policy.zip           SB3 policy with its optimisers (SB3's own format)
       replay_buffer.npz    off-policy replay buffer arrays (no pickle)
     labels.json            number of queries asked so far (written with RUN/preferences.npz)
@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
 
 CKPT_VERSION = 1
 
@@ -34,10 +38,32 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def strict(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (also NumPy scalars) replaced by ``None``.
+
+    Python's ``json`` writes them as bare ``NaN`` / ``Infinity``, which is not JSON: other
+    tools (``jq``, browsers, pandas) refuse such files.
+    """
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [strict(v) for v in obj]
+    if isinstance(obj, float | np.floating):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer | np.bool_):
+        return obj.item()
+    return obj
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON text of ``obj`` (see :func:`strict`); ``kwargs`` go to :func:`json.dumps`."""
+    return json.dumps(strict(obj), allow_nan=False, **kwargs)
+
+
 def write_json(path: Path, obj: Any) -> None:
-    """Atomic JSON write."""
+    """Atomic, strict JSON write (NaN and infinities become ``null``)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True))
+    tmp.write_text(dumps(obj, indent=2, sort_keys=True))
     tmp.replace(path)
 
 
@@ -102,18 +128,54 @@ class CheckpointDir:
         return read_json(path, "label counter") if path.exists() else None
 
 
-def save_torch_state(state: dict[str, Any], path: Path) -> None:
-    """Save a dict of tensors / numbers / lists (no objects), loadable with ``weights_only``."""
+TENSOR_STATE = "prefrl.tensor_state"
+
+
+def save_tensor_state(state: dict[str, Any], path: Path) -> None:
+    """Save a nested dict of tensors and JSON values: tensors to safetensors, the rest as JSON.
+
+    Tensors are stored under their dotted key path (``"trainer.optimizer.exp_avg"``); every
+    other leaf goes, under the same path, into the file's JSON metadata. Nothing is pickled.
+    """
+    tensors: dict[str, torch.Tensor] = {}
+    values: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if not isinstance(k, str) or "." in k:
+                    raise ValueError(f"state keys must be strings without dots, got {k!r}")
+                walk(f"{prefix}{k}.", v)
+        elif isinstance(node, torch.Tensor):
+            tensors[prefix[:-1]] = node.detach().cpu().contiguous()
+        else:
+            values[prefix[:-1]] = node
+
+    walk("", state)
+    meta = {"format": TENSOR_STATE, "values": dumps(values)}
     tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
+    save_file(tensors, str(tmp), metadata=meta)
     tmp.replace(path)
 
 
-def load_torch_state(path: Path) -> dict[str, Any]:
-    """Load a file written by :func:`save_torch_state` (``weights_only=True``), clear errors."""
+def load_tensor_state(path: Path) -> dict[str, Any]:
+    """Load a file written by :func:`save_tensor_state` back into its nested dict; clear errors."""
     if not path.exists():
         raise FileNotFoundError(f"{path}: missing checkpoint file")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        tensors = load_file(str(path), device="cpu")
+        if meta.get("format") != TENSOR_STATE:
+            raise ValueError(f"format {meta.get('format')!r}")
+        values = json.loads(meta["values"])
+    except (SafetensorError, OSError, ValueError, KeyError) as e:
         raise ValueError(f"{path}: corrupt checkpoint file ({type(e).__name__}: {e})") from e
+    out: dict[str, Any] = {}
+    for key, value in [*tensors.items(), *values.items()]:
+        *parents, leaf = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out

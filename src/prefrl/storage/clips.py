@@ -46,7 +46,7 @@ def clip_frames(fragments: Fragments, idx: np.ndarray) -> np.ndarray:
     imgs = obs[fragments.window(idx)]  # [*I, L, ...]
     if imgs.ndim == len(np.shape(idx)) + 3:  # [*I, L, H, W] grey
         imgs = imgs[..., None]
-    if imgs.shape[-1] not in (1, 3) and imgs.shape[-3] in (1, 3):  # channel-first
+    if imgs.shape[-1] not in (1, 3) and imgs.shape[-3] < imgs.shape[-1]:  # channel-first (frame stacks too)
         imgs = np.moveaxis(imgs, -3, -1)
     if imgs.shape[-1] == 1:
         imgs = np.repeat(imgs, 3, axis=-1)
@@ -105,6 +105,7 @@ def save_fragment(fragments: Fragments, i: int, path: Path) -> int:
         "length": fragments.length,
         "episode": int(fragments.episode[i]),
         "start": int(fragments.start[i]),
+        "real": int(fragments.reals[i]),
     }
     arrays["__meta__"] = np.array(json.dumps(meta))
     tmp = path.with_name(path.stem + ".part.npz")
@@ -123,7 +124,7 @@ def load_fragments(paths: list[Path]) -> Fragments:
     if not paths:
         raise ValueError("no clip files to load")
     obs: list[Any] = []
-    acts, dones, rews, episode, start = [], [], [], [], []
+    acts, dones, rews, episode, start, real = [], [], [], [], [], []
     length = None
     for p in paths:
         try:
@@ -143,11 +144,13 @@ def load_fragments(paths: list[Path]) -> Fragments:
         rews.append(_pad(d["rews"]) if "rews" in d else None)
         episode.append(meta["episode"])
         start.append(meta["start"])
+        real.append(int(meta.get("real", length)))
     assert length is not None
     has_rews = all(r is not None for r in rews)
     return Fragments(
         obs_concat(obs), np.concatenate(acts),
         np.concatenate(rews) if has_rews else None,  # type: ignore[arg-type]
         np.concatenate(dones), np.arange(len(paths), dtype=np.int64) * (length + 1), length,
-        np.asarray(episode, dtype=np.int64), np.asarray(start, dtype=np.int64),
+        np.asarray(episode, dtype=np.int64), np.asarray(start, dtype=np.int64), None,
+        None if all(r == length for r in real) else np.asarray(real, dtype=np.int64),
     )  # fmt: skip

@@ -3,8 +3,11 @@
 One iteration ``i`` (of ``config.iterations``):
 
 1. sample fragments from the episodes played since the last query (plus random-action
-   episodes when ``exploration_frac > 0``) and ask the teacher the queries the schedule
-   allots (sync teachers answer at once; async ones are polled);
+   episodes when ``exploration_frac > 0``; a share ``end_clip_frac`` of clips that reach a
+   termination) and ask the teacher the queries the schedule allots (sync teachers answer
+   at once; async ones are polled). Clips of terminated episodes may run on into the
+   absorbing state (see :mod:`prefrl.data.fragments`); once an episode has terminated the
+   agent's reward is normalised by scale only, so the absorbing state stays worth 0;
 2. fit the reward model (``initial_epoch_multiplier`` times longer the first time);
 3. off-policy agents: relabel the whole replay buffer with the new reward (PEBBLE);
    reset the reward normaliser to the new reward's statistics;
@@ -41,18 +44,42 @@ from prefrl.agents.sb3 import (
     write_buffer_rewards,
 )
 from prefrl.data.dataset import PreferenceDataset
-from prefrl.data.fragments import sample_fragments
+from prefrl.data.fragments import Fragments, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.learned_reward import LearnedReward
 from prefrl.rewards.io import load_reward_net, save_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.selection.selectors import DisagreementSelector, UniformSelector
-from prefrl.storage.checkpoint import CheckpointDir, load_torch_state, save_torch_state
+from prefrl.storage.checkpoint import CheckpointDir, load_tensor_state, save_tensor_state
 from prefrl.teachers import AsyncTeacher, Teacher
 from prefrl.training.callbacks import LoopCallback
 from prefrl.training.logger import Logger, NullLogger
 from prefrl.training.schedules import allocate_queries
 from prefrl.training.trainer import RewardTrainer
+
+TIE_WARN = 0.5
+"""Share of tied labels from which a run warns that little can be learned."""
+TIE_HINT = (
+    "A tie teaches the reward model nothing about which behaviour is better. Clips tie when "
+    "their returns are equal, e.g. under a reward that is the same at every step (CartPole's "
+    "+1) unless a clip reaches an episode's end, or under a sparse reward that no clip "
+    "reaches. While ties are the majority, half of each query's clips are drawn where episodes "
+    "end (--loop.end-clip-frac). Also try longer clips (--loop.fragment-length), more exploration "
+    "(--loop.pretrain-steps, --loop.exploration-frac), or active selection "
+    "(--loop.active-selection) so that clips differ."
+)
+
+
+AUTO_END_CLIP_FRAC = 0.5
+"""Share of query clips drawn at episode ends while most labels are ties (``end_clip_frac=None``):
+on Acrobot-v1 with 30 labels it turned a run whose every label was a tie (return -500) into
+one that learned (see docs/benchmarks.md)."""
+
+
+def tie_fraction(labels: np.ndarray) -> float | None:
+    """Share of answered labels ``[B]`` that are ties (0.5); ``None`` when none is answered."""
+    known = labels[~np.isnan(labels)]
+    return float(np.mean(np.abs(known - 0.5) < 1e-6)) if len(known) else None
 
 
 @dataclass
@@ -90,8 +117,11 @@ class LoopConfig:
     """Keep at most this many comparisons (oldest dropped); None keeps all."""
     exploration_frac: float = 0.0
     """Share of query clips taken from random-action episodes (exploration mixing)."""
-    allow_variable_horizon: bool = False
-    """Allow episodes of different lengths (they can leak reward information: see docs)."""
+    end_clip_frac: float | None = None
+    """Share of query clips drawn among those that contain a terminated episode's end (a fall,
+    a goal), when the episodes to query have any; the rest are drawn uniformly. None (auto):
+    0.5 while at least half the labels so far are ties (e.g. a sparse reward that clips only
+    show where an episode ends), else 0."""
     checkpoint_interval: int = 1
     """Save a resumable checkpoint every this many iterations (0: only at the end)."""
     relabel_batch: int = 16_384
@@ -106,6 +136,8 @@ class LoopConfig:
             raise ValueError(f"iterations must be >= 1, got {self.iterations}")
         if self.total_labels < 1:
             raise ValueError(f"total_labels must be >= 1, got {self.total_labels}")
+        if self.end_clip_frac is not None and not 0.0 <= self.end_clip_frac <= 1.0:
+            raise ValueError(f"end_clip_frac must lie in [0, 1], got {self.end_clip_frac}")
         if not 0.0 <= self.exploration_frac < 1.0:
             raise ValueError(f"exploration_frac must lie in [0, 1), got {self.exploration_frac}")
         if self.transition_oversampling < 1.0:
@@ -195,6 +227,7 @@ class PreferenceLoop:
             reward.update_stats = not self.off_policy
         self._episodes: list[TrajectoryBatch] = []
         self._labels_since_train = 0
+        self._tie_warned = False
 
     # ------------------------------------------------------------------ views
     @property
@@ -287,9 +320,45 @@ class PreferenceLoop:
         batch = self.recorder.pop_episodes()
         if batch is None:  # e.g. right after a resume, or episodes longer than an iteration
             batch = self.recorder.pop_episodes(include_partial=True)
-        if batch is None or batch.lengths.max() < self.config.fragment_length:
+        if batch is None or window_counts(batch, self.config.fragment_length).sum() == 0:
             batch = self._policy_rollouts(max(self.config.fragment_length * 4, 1000))
+        self._see_terminations(batch)
         return batch
+
+    def _end_clip_frac(self) -> float:
+        """The share of query clips drawn at episode ends (``end_clip_frac``, or its auto rule)."""
+        if self.config.end_clip_frac is not None:
+            return self.config.end_clip_frac
+        ties = tie_fraction(self.dataset.labels)
+        return AUTO_END_CLIP_FRAC if ties is not None and ties >= TIE_WARN else 0.0
+
+    def _fit_fragment_length(self, batch: TrajectoryBatch) -> None:
+        """Before the first label, shorten clips to the longest episode when none is long enough.
+
+        Only episodes cut short by a time limit (or the environment's own truncation) can
+        be shorter than a clip; terminated ones continue in the absorbing state.
+        """
+        c = self.config
+        if window_counts(batch, c.fragment_length).sum() > 0:
+            return
+        longest = int(batch.lengths.max()) if len(batch) else 0
+        if len(self.dataset) or self.state.queries_asked or longest < 1:
+            raise ValueError(
+                f"no episode is long enough for {c.fragment_length}-step clips (longest: {longest} "
+                "steps, none terminated); restart with a shorter --loop.fragment-length"
+            )
+        print(f"prefrl: episodes end (by truncation) after at most {longest} steps; clips shortened "
+              f"from {c.fragment_length} to {longest} transitions", file=sys.stderr)  # fmt: skip
+        c.fragment_length = longest
+
+    def _see_terminations(self, batch: TrajectoryBatch) -> None:
+        """Once an episode has terminated, normalise the agent's reward by scale only.
+
+        The reward is measured from the absorbing state's (see :class:`LearnedReward`);
+        shifting it would decide by accident whether the agent wants episodes to end.
+        """
+        if self.reward is not None and self.reward.normalizer.center and batch.terminated.any():
+            self.reward.normalizer.center = False
 
     def _policy_rollouts(self, steps: int, random: bool = False) -> TrajectoryBatch:
         if self.side_env is None:
@@ -302,20 +371,9 @@ class PreferenceLoop:
     def _render(self) -> bool:
         return bool(self.recorder is not None and self.recorder.render_frames)
 
-    def _check_horizon(self, batch: TrajectoryBatch) -> None:
-        lengths = np.unique(batch.lengths)
-        if not self.config.allow_variable_horizon and batch.terminated.any() and len(lengths) > 1:
-            raise ValueError(
-                f"episodes end after different numbers of steps ({sorted(set(lengths.tolist()))[:8]}): "
-                "a variable horizon leaks reward information (the agent can learn from when episodes "
-                "end rather than from the learned reward). Use a fixed-horizon environment, or opt "
-                "out with --loop.allow-variable-horizon."
-            )
-
     def _query(self, n_queries: int, batch: TrajectoryBatch) -> dict[str, float]:
         """Sample clips from ``batch`` and ask ``n_queries`` comparisons."""
         c = self.config
-        self._check_horizon(batch)
         if c.exploration_frac > 0 and self.side_env is not None:
             n_rand = max(
                 c.fragment_length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac))
@@ -323,7 +381,12 @@ class PreferenceLoop:
             batch = TrajectoryBatch.concat([batch, self._policy_rollouts(n_rand, random=True)])
         n_cand = n_queries * (c.active_selection_oversampling if c.active_selection else 1)
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
-        frags, _ = sample_fragments(batch, n_frag, c.fragment_length, self.rng)
+        self._fit_fragment_length(batch)
+        n_end = round(n_frag * self._end_clip_frac()) if batch.terminated.any() else 0
+        frags, _ = sample_fragments(batch, n_frag - n_end, c.fragment_length, self.rng)
+        if n_end:
+            ends, _ = sample_fragments(batch, n_end, c.fragment_length, self.rng, only_ends=True)
+            frags = Fragments.concat([frags, ends])
         perm = self.rng.permutation(n_frag)
         cand = perm[: 2 * n_cand].reshape(-1, 2) if n_frag >= 2 * n_cand else perm[:2].reshape(1, 2)
         if c.active_selection and len(self.dataset):
@@ -357,6 +420,11 @@ class PreferenceLoop:
 
     def _after_labels(self, n_new: int) -> None:
         self._labels_since_train += n_new
+        ties = tie_fraction(self.dataset.labels)
+        if ties is not None and ties >= TIE_WARN and len(self.dataset) >= 10 and not self._tie_warned:
+            self._tie_warned = True
+            print(f"\nprefrl: warning: {ties:.0%} of the {len(self.dataset)} labels so far are ties. "
+                  + TIE_HINT, file=sys.stderr)  # fmt: skip
         self._save_labels()
         for cb in self.callbacks:
             cb.on_labels(self, n_new)
@@ -395,6 +463,9 @@ class PreferenceLoop:
             if len(self.dataset) == 0:
                 self._wait_for_labels()
         m["labels/total"] = float(len(self.dataset))
+        ties = tie_fraction(self.dataset.labels)
+        if ties is not None:
+            m["labels/tie_fraction"] = ties
         m["labels/queries_asked"] = float(self.state.queries_asked)
         t0 = time.perf_counter()
         if len(self.dataset) and (self._labels_since_train or self.trainer.calls == 0):
@@ -446,8 +517,8 @@ class PreferenceLoop:
         assert self.ckpt is not None and self.run_dir is not None
         path = self.ckpt.begin(self.state.iteration)
         save_reward_net(self.net, path / "reward.safetensors")
-        save_torch_state({"trainer": self.trainer.state_dict(), "torch_rng": torch.get_rng_state()},
-                         path / "trainer.pt")  # fmt: skip
+        save_tensor_state({"trainer": self.trainer.state_dict(), "torch_rng": torch.get_rng_state()},
+                          path / "trainer.safetensors")  # fmt: skip
         self.dataset.save(path / "preferences.npz")
         if self.agent is not None:
             self.agent.save(str(path / "policy.zip"))
@@ -483,12 +554,17 @@ class PreferenceLoop:
         except (FileNotFoundError, ValueError) as e:
             raise ValueError(f"corrupt checkpoint {path}: {e}") from e
         self.net.load_state_dict(net.state_dict())
-        blob = load_torch_state(path / "trainer.pt")
+        if (path / "trainer.pt").exists() and not (path / "trainer.safetensors").exists():
+            raise ValueError(f"{path}: written by an older prefrl (trainer.pt, a pickle-based file this "
+                             "version does not load); start a new run directory")  # fmt: skip
+        blob = load_tensor_state(path / "trainer.safetensors")
         self.trainer.load_state_dict(blob["trainer"])
         torch.set_rng_state(blob["torch_rng"])
         prefs = self.run_dir / "preferences.npz"
         self.dataset = PreferenceDataset.load(prefs if prefs.exists() else path / "preferences.npz")
         self.dataset.max_size = self.config.comparison_queue_size
+        if self.dataset.fragments is not None:  # clips may have been shortened to fit the episodes
+            self.config.fragment_length = self.dataset.fragments.length
         s = self.state
         s.iteration, s.env_steps, s.started = (
             int(state["iteration"]),

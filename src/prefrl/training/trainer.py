@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from prefrl.data.arrays import obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
 from prefrl.preference.model import preference_logits, preference_loss, preference_metrics
-from prefrl.rewards.encode import encode_fragments, gather
+from prefrl.rewards.encode import encode_fragments, fragments_per_chunk, gather
 from prefrl.rewards.nets import Features, RewardNet, to_tensor
 from prefrl.training.allocator import keep_freed_memory
 from prefrl.training.logger import Logger, NullLogger
@@ -128,10 +129,11 @@ class RewardTrainer:
             return
         frag_idx = np.unique(ds.pairs[new])
         fa = ds.fragments.arrays(frag_idx)
+        keep = ~fa.absorbing  # [n, L]: absorbing steps are not states the network sees
         dev = self.net.device
         self.net.update_stats(
-            to_tensor(fa.obs, dev), to_tensor(fa.acts, dev), to_tensor(fa.next_obs, dev),
-            to_tensor(fa.dones, dev),
+            to_tensor(obs_map(lambda a: a[keep], fa.obs), dev), to_tensor(fa.acts[keep], dev),
+            to_tensor(obs_map(lambda a: a[keep], fa.next_obs), dev), to_tensor(fa.dones[keep], dev),
         )  # fmt: skip
         self.stats_seen = int(ds.next_id)
 
@@ -268,8 +270,13 @@ def evaluate_preferences(
     error_rate: float = 0.0,
     batch_size: int = 4096,
 ) -> dict[str, float]:
-    """Held-out metrics (loss, accuracy, ties) of the ensemble-mean model on labelled pairs."""
+    """Held-out metrics (loss, accuracy, ties) of the ensemble-mean model on labelled pairs.
+
+    Pairs are scored ``batch_size`` at a time, fewer for large observations (images), so
+    memory stays bounded (see :func:`~prefrl.rewards.encode.fragments_per_chunk`).
+    """
     pairs = np.asarray(pairs)
+    batch_size = max(1, min(batch_size, fragments_per_chunk(net, fragments, 2 * batch_size) // 2))
     logits = []
     for s in range(0, len(pairs), batch_size):
         p = pairs[s : s + batch_size]

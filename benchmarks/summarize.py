@@ -1,0 +1,100 @@
+"""Table and plot of label-efficiency results (``result.json`` files of label_efficiency.py).
+
+    python benchmarks/summarize.py benchmarks/results --plot docs/figures/label_efficiency.png
+
+Prints a Markdown table (environment, agent, labels, steps, seeds, median score, per-seed
+scores, returns, wall time) and, with ``--plot``, draws the median score against the label
+budget, one line per environment, with each seed's score as a dot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def load_results(root: Path) -> list[dict[str, Any]]:
+    """Every ``result.json`` below ``root`` (or ``root`` itself when it is a file)."""
+    paths = [root] if root.is_file() else sorted(root.rglob("*.json"))
+    out = []
+    for p in paths:
+        try:
+            data = json.loads(p.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise SystemExit(f"{p}: not a JSON result file ({e})") from e
+        if isinstance(data, dict) and "median_normalized_score" in data:
+            out.append(data)
+    if not out:
+        raise SystemExit(f"{root}: no label-efficiency result files found")
+    return sorted(out, key=lambda r: (r["env"], options(r), r["labels"], r["steps"]))
+
+
+def options(result: dict[str, Any]) -> str:
+    """The loop options a result was run with, as ``name=value`` text (empty for defaults)."""
+    return " ".join(f"{k}={v}" for k, v in sorted((result.get("loop_options") or {}).items()))
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """Markdown table, one row per result."""
+    head = ("| environment | agent | options | labels | steps | seeds | median score | per-seed scores "
+            "| learned / oracle / random return | wall time per learned run |")  # fmt: skip
+    rows = [head, "|" + "---|" * 10]
+    for r in results:
+        scores = ", ".join(f"{s:.2f}" for s in r["scores"])
+        rows.append(
+            f"| {r['env']} | {r['agent']} | {options(r) or '–'} | {r['labels']} | {r['steps']:,} "
+            f"| {len(r['seeds'])} "
+            f"| **{r['median_normalized_score']:.2f}** | {scores} "
+            f"| {r['learned_return']:.1f} / {r['oracle_return']:.1f} / {r['random_return']:.1f} "
+            f"| {r['learned_train_wall_s']:.0f} s |"
+        )
+    return "\n".join(rows)
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    """Median score against labels per environment (line), seeds as dots."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    keys = sorted({(r["env"], options(r)) for r in results})
+    for i, (env, opts) in enumerate(keys):
+        rs = sorted((r for r in results if (r["env"], options(r)) == (env, opts)), key=lambda r: r["labels"])
+        color = f"C{i}"
+        name = f"{env} ({rs[0]['agent']}{', ' + opts if opts else ''})"
+        ax.plot([r["labels"] for r in rs], [r["median_normalized_score"] for r in rs], "o-", color=color,
+                label=name)  # fmt: skip
+        for r in rs:
+            ax.scatter([r["labels"]] * len(r["scores"]), r["scores"], s=12, color=color, alpha=0.4)
+    ax.axhline(0.9, color="grey", ls="--", lw=0.8)
+    ax.axhline(0.0, color="grey", lw=0.5)
+    ax.set_xscale("log")
+    ax.set_xlabel("labels (comparisons)")
+    ax.set_ylabel("score: (learned - random) / (true reward - random)")
+    ax.set_title("Agent trained on the learned reward vs on the true reward")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", type=Path, help="a result.json, or a directory searched for them")
+    p.add_argument("--plot", type=Path, default=None, help="write the score-vs-labels plot here (.png)")
+    a = p.parse_args(argv)
+    results = load_results(a.results)
+    print(table(results))
+    if a.plot is not None:
+        plot(results, a.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

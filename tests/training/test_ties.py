@@ -1,0 +1,86 @@
+"""Ties are reported while a run goes and in its report; every JSON file is strict JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from safetensors.torch import load_file, save_file
+
+from prefrl.cli.train import format_report
+from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
+from prefrl.storage.checkpoint import dumps, write_json
+from prefrl.teachers import SyntheticTeacher
+from prefrl.teachers.synthetic import TeacherConfig
+from prefrl.training.loop import LoopConfig, tie_fraction
+from tests.training.test_loop import build
+
+
+def _strict_load(text: str) -> object:
+    def refuse(name: str) -> None:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_tie_fraction_ignores_skipped_labels() -> None:
+    assert tie_fraction(np.array([0.5, 1.0, np.nan, 0.5], np.float32)) == pytest.approx(2 / 3)
+    assert tie_fraction(np.array([np.nan], np.float32)) is None
+    assert tie_fraction(np.zeros(0, np.float32)) is None
+
+
+def test_json_files_are_strict(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    obj = {"acc": float("nan"), "inf": math.inf, "np": np.float32(0.5), "list": [np.nan, 1, np.int64(3)]}
+    write_json(tmp_path / "r.json", obj)
+    back = _strict_load((tmp_path / "r.json").read_text())
+    assert back == {"acc": None, "inf": None, "np": 0.5, "list": [None, 1, 3]}
+    assert _strict_load(dumps({"x": np.nan})) == {"x": None}
+
+
+def test_a_run_of_ties_warns_while_running_and_in_its_report(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    teacher = SyntheticTeacher(TeacherConfig(equal=2.0))  # every pair counts as equal
+    cfg = LoopConfig(total_steps=600, total_labels=12, iterations=2, initial_steps=200, fragment_length=20)
+    loop = build(cfg, teacher=teacher, tmp=tmp_path)
+    loop.run()
+    err = capsys.readouterr().err
+    assert "100% of the 12 labels so far are ties" in err and "--loop.fragment-length" in err
+    assert loop.state.history[-1]["labels/tie_fraction"] == 1.0
+    assert loop._end_clip_frac() == 0.5  # auto: clips where episodes end, while labels tie
+    loop.config.end_clip_frac = 0.0  # an explicit choice is kept
+    assert loop._end_clip_frac() == 0.0
+    rep = {"labels_used": 12, "queries_asked": 12, "reward_accuracy": None, "label_tie_fraction": 1.0,
+           "wall_s": 1.0, "run_dir": "r", "files": {}}  # fmt: skip
+    text = format_report(rep)
+    assert "n/a (every held-out pair was a tie)" in text and "nan" not in text
+    assert "most labels were ties" in text
+    ok = format_report({**rep, "reward_accuracy": 0.91, "label_tie_fraction": 0.1})
+    assert "0.910" in ok and "most labels were ties" not in ok
+
+
+def test_informative_labels_keep_uniform_query_clips() -> None:
+    cfg = LoopConfig(total_steps=600, total_labels=6, iterations=2, initial_steps=200, fragment_length=20)
+    loop = build(cfg)  # oracle on Pendulum: no ties
+    loop.run()
+    assert tie_fraction(loop.dataset.labels) == 0.0 and loop._end_clip_frac() == 0.0
+
+
+def test_reward_files_from_before_absorbing_states_still_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    net = MLPReward(env.observation_space, env.action_space, hidden=(8,), ensemble_size=2)
+    path = save_reward_net(net, tmp_path / "r.safetensors")
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata()
+    state = {k: v for k, v in load_file(str(path)).items() if k != "absorbing_reward"}
+    save_file(state, str(tmp_path / "old.safetensors"), metadata=meta)
+    old = load_reward_net(tmp_path / "old.safetensors")
+    assert old.absorbing_reward.tolist() == [0.0, 0.0]
+    o = np.zeros((3, 4), np.float32)
+    np.testing.assert_allclose(
+        old.predict(o, np.zeros(3, np.int64), o)[0], net.predict(o, np.zeros(3, np.int64), o)[0]
+    )
