@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--combine", action="store_true", help="only combine the per-seed results found in --out")
     p.add_argument("--loop", action="append", default=[], metavar="NAME=VALUE",
-                   help="set a LoopConfig option of the learned runs (JSON value), e.g. end_clip_frac=0.25; "
+                   help="set an option of the learned runs (JSON value): a LoopConfig field, e.g. "
+                        "end_clip_frac=0.25, or SECTION.NAME for another section of `prefrl train`'s "
+                        "config (trainer, reward, agent, env), e.g. trainer.weight_decay=0.001; "
                         "repeatable; named in the output directory")  # fmt: skip
     a = p.parse_args(argv)
     check_env_id(a.env)
@@ -104,19 +106,53 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+SECTIONS = ("loop", "trainer", "reward", "agent", "env")
+
+
 def parse_loop_options(items: list[str]) -> dict[str, object]:
-    """``["name=value", ...]`` -> LoopConfig options, with clear errors."""
-    fields = {f.name for f in dataclasses.fields(LoopConfig)}
+    """``["name=value", "trainer.name=value", ...]`` -> options of the learned runs, with clear errors.
+
+    A bare name is a LoopConfig field; ``section.name`` names a field of that section of
+    :class:`TrainConfig`. Keys come back as given (bare for the loop).
+    """
+    cfg = TrainConfig()
     out: dict[str, object] = {}
     for item in items:
         name, sep, text = item.partition("=")
-        if not sep or name not in fields:
-            raise SystemExit(f"--loop {item!r}: expected NAME=VALUE with NAME one of {sorted(fields)}")
+        section, dot, field = name.rpartition(".")
+        section = section if dot else "loop"
+        fields = {f.name for f in dataclasses.fields(getattr(cfg, section))} if section in SECTIONS else set()
+        if not sep or field not in fields:
+            loop_fields = sorted(f.name for f in dataclasses.fields(LoopConfig))
+            raise SystemExit(
+                f"--loop {item!r}: expected NAME=VALUE with NAME a LoopConfig field or SECTION.NAME "
+                f"(SECTION one of {list(SECTIONS)}); loop fields: {loop_fields}"
+            )
         try:
             out[name] = json.loads(text)
         except json.JSONDecodeError:
             out[name] = text
     return out
+
+
+def apply_options(cfg: TrainConfig, options: dict[str, object]) -> None:
+    """Set parsed ``--loop`` options on ``cfg`` (lists become tuples where the default is one)."""
+    for name, value in options.items():
+        section, dot, field = name.rpartition(".")
+        target = getattr(cfg, section if dot else "loop")
+        if isinstance(value, list) and isinstance(getattr(target, field), tuple):
+            value = tuple(value)
+        setattr(target, field, value)
+
+
+def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int) -> Path | None:
+    """An oracle result for this seed in any benchmark directory under ``root``, if one exists.
+
+    The true-reward run depends only on env, agent, steps and seed, so one made for another
+    label budget, teacher or option is reused instead of trained again.
+    """
+    found = sorted(root.glob(f"{env}-{agent}-*-*l-{steps}s*/seed{seed}-oracle.json"))
+    return found[0] if found else None
 
 
 def run_seed(a: argparse.Namespace, agent_cfg: AgentConfig, out: Path, seed: int, initial: int) -> None:
@@ -132,14 +168,18 @@ def run_seed(a: argparse.Namespace, agent_cfg: AgentConfig, out: Path, seed: int
         cfg.env.id = a.env
         cfg.loop.total_steps, cfg.loop.total_labels = a.steps, a.labels
         cfg.loop.iterations, cfg.loop.initial_steps = a.iterations, initial
-        for k, v in a.loop_options.items():
-            setattr(cfg.loop, k, v)
+        apply_options(cfg, a.loop_options)
         rep = train(cfg)
         res = {"return": rep["true_return"], "wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
                "labels": rep["labels_used"]}  # fmt: skip
         write_json(out / f"seed{seed}-learned.json", res)
         print(f"seed {seed}: learned {rep['true_return']:.1f}", file=sys.stderr, flush=True)
-    if a.only in ("both", "oracle") and not (out / f"seed{seed}-oracle.json").exists():
+    done = out / f"seed{seed}-oracle.json"
+    if a.only in ("both", "oracle") and not done.exists():
+        if (prev := find_oracle(Path(a.out), a.env, a.agent, a.steps, seed)) is not None:
+            done.write_text(prev.read_text())
+            print(f"seed {seed}: oracle reused from {prev.parent.name}", file=sys.stderr, flush=True)
+            return
         ret, wall, cpu = oracle_run(
             agent_cfg, a.env, a.steps, seed, out / f"oracle-seed{seed}", a.eval_episodes, initial
         )

@@ -176,3 +176,36 @@ def test_scoring_chunks_stay_small_for_atari_sized_clips() -> None:
         [Trajectory(np.zeros((61, 3), np.float32), np.zeros((60, 1), np.float32), np.zeros(60, np.float32))]
     )
     assert fragments_per_chunk(small, sample_fragments(vec, 5, 50, np.random.default_rng(0))[0]) == 4096
+
+
+def test_tanh_output_bounds_every_reward_and_survives_save_load(tmp_path) -> None:
+    """``output="tanh"``: per-step and absorbing rewards in (-1, 1), even far outside the data;
+    the setting is saved; the fast per-step path falls back to the exact torch one."""
+    from prefrl.envs.pref_infer import FastReward, reward_fn
+
+    net = MLPReward(BOX3, BOX1, ensemble_size=2, output="tanh", normalize_input=False)
+    lin = MLPReward(BOX3, BOX1, ensemble_size=2, normalize_input=False)
+    lin.load_state_dict(net.state_dict())
+    with torch.no_grad():
+        net.absorbing_reward.fill_(50.0)
+        for p in net.mlp.parameters():
+            p.mul_(20.0)
+    lin.load_state_dict(net.state_dict())
+    s, a = torch.randn(64, 3) * 100, torch.randn(64, 1)
+    d = torch.zeros(64, dtype=torch.bool)
+    feats = net.encode(s, a, s, d)
+    r, raw = net.score(feats), lin.score(feats)
+    assert raw.abs().max() > 5  # the unbounded twin goes far outside (-1, 1) ...
+    torch.testing.assert_close(r, torch.tanh(raw))  # ... the bounded one is its tanh
+    assert r.abs().max() <= 1.0
+    assert 0.99 < net.absorbing_value() <= 1.0 and lin.absorbing_value() == 50.0
+    feats["absorbing"] = torch.ones(64, dtype=torch.bool)
+    assert torch.all(net.score(feats) == net.score(feats)[0, 0])  # absorbing: the squashed value
+    loaded = load_reward_net(save_reward_net(net, tmp_path / "t.safetensors"))
+    assert loaded.output == "tanh"
+    torch.testing.assert_close(loaded.score(loaded.encode(s, a, s, d)), r)
+    assert FastReward.of(net) is None and FastReward.of(lin) is not None
+    got = reward_fn(net)(s.numpy(), a.numpy(), s.numpy(), d.numpy())
+    np.testing.assert_allclose(got, r.mean(0).detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="unknown reward output 'sigmoid'"):
+        MLPReward(BOX3, BOX1, output="sigmoid")

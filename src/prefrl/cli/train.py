@@ -112,6 +112,8 @@ class RewardNetConfig:
     """Reward reads the next observation (CNN: stacked onto the current image along channels)."""
     use_done: bool = False
     """Reward reads the terminal flag."""
+    output: Literal["linear", "tanh"] = "linear"
+    """Per-step reward output: linear (unbounded) or tanh (bounded to (-1, 1), as in B-Pref)."""
 
     def build(self, obs_space: Any, act_space: Any) -> RewardNet:
         kind = self.kind
@@ -132,12 +134,12 @@ class RewardNetConfig:
                                     strides=self.cnn_strides, hidden=self.cnn_hidden)  # fmt: skip
             return CNNReward(
                 obs_space, act_space, ensemble_size=self.ensemble_size, use_act=self.use_act,
-                use_done=self.use_done, use_next_obs=self.use_next_obs, **arch,
+                use_done=self.use_done, use_next_obs=self.use_next_obs, output=self.output, **arch,
             )  # fmt: skip
         return MLPReward(
             obs_space, act_space, hidden=tuple(self.hidden), ensemble_size=self.ensemble_size,
             use_obs=self.use_obs, use_act=self.use_act, use_next_obs=self.use_next_obs,
-            use_done=self.use_done,
+            use_done=self.use_done, output=self.output,
         )  # fmt: skip
 
 

@@ -188,6 +188,8 @@ class FastReward:
 
     @classmethod
     def of(cls, net: RewardNet) -> FastReward | None:
+        if net.output != "linear":  # a squashed output does not fold into the ensemble mean
+            return None
         if type(net) is MLPReward:
             return _mlp(net)
         if type(net) is CNNReward:

@@ -17,6 +17,11 @@ features carry an ``"absorbing"`` mask (fragments that run past an episode's end
 Only differences between rewards matter to preferences between clips of one length, so
 this value is the anchor the agent's reward is measured from (``reward - absorbing``,
 worth 0 once an episode has ended, as in Gymnasium).
+
+``output="tanh"`` bounds every per-step reward, the absorbing one included, to ``(-1, 1)``
+(as in B-Pref's reward model): a state never seen in a labelled clip cannot be paid more
+than the best state that was, and when clips are ranked by how long something lasts the
+rewards of the states it lasts in saturate at one level instead of varying at random.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from prefrl.rewards.spaces import (
 )
 
 Features = dict[str, torch.Tensor]
+OUTPUTS = ("linear", "tanh")
+"""Output of a reward network: unbounded, or squashed into (-1, 1)."""
 
 
 def to_tensor(x: Any, device: torch.device | str | None = None) -> Any:
@@ -63,8 +70,14 @@ class RewardNet(nn.Module):
         super().__init__()
         self._config: dict[str, Any] = {}
 
-    def _init_absorbing(self, ensemble_size: int) -> None:
+    def _init_absorbing(self, ensemble_size: int, output: str = "linear") -> None:
+        if output not in OUTPUTS:
+            raise ValueError(f"unknown reward output {output!r}; choose from {list(OUTPUTS)}")
+        self.output = output
         self.absorbing_reward = nn.Parameter(torch.zeros(ensemble_size))
+
+    def _squash(self, r: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(r) if self.output == "tanh" else r
 
     @property
     def device(self) -> torch.device:
@@ -85,17 +98,17 @@ class RewardNet(nn.Module):
         Steps flagged in ``feats["absorbing"]`` (bool ``[*lead]`` or ``[E, *lead]``) get
         :attr:`absorbing_reward` instead of the network's output.
         """
-        r = self._score(feats, per_member)
+        r = self._squash(self._score(feats, per_member))
         mask = feats.get("absorbing")
         if mask is None:
             return r
-        value = self.absorbing_reward.view(-1, *([1] * (r.dim() - 1)))
+        value = self._squash(self.absorbing_reward).view(-1, *([1] * (r.dim() - 1)))
         return torch.where(mask, value.to(r.dtype), r)
 
     @torch.no_grad()
     def absorbing_value(self) -> float:
         """Ensemble-mean reward of the absorbing state (the agent's anchor)."""
-        return float(self.absorbing_reward.mean())
+        return float(self._squash(self.absorbing_reward).mean())
 
     def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
         """Update input normalisation from a batch of raw transitions (default: none)."""
@@ -154,6 +167,7 @@ class MLPReward(RewardNet):
         use_done: bool = False,
         activation: str = "relu",
         normalize_input: bool = True,
+        output: str = "linear",
     ) -> None:
         super().__init__()
         if not (use_obs or use_act or use_next_obs or use_done):
@@ -167,7 +181,7 @@ class MLPReward(RewardNet):
         dim = d_obs * (use_obs + use_next_obs) + d_act * use_act + int(use_done)
         self.norm = RunningNorm(dim) if normalize_input else None
         self.mlp = EnsembleMLP(ensemble_size, dim, hidden, 1, activation)
-        self._init_absorbing(ensemble_size)
+        self._init_absorbing(ensemble_size, output)
         self._config = {
             "observation_space": space_to_json(observation_space),
             "action_space": space_to_json(action_space),
@@ -179,6 +193,7 @@ class MLPReward(RewardNet):
             "use_done": use_done,
             "activation": activation,
             "normalize_input": normalize_input,
+            "output": output,
         }
 
     def _raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> torch.Tensor:
@@ -289,6 +304,7 @@ class CNNReward(RewardNet):
         activation: str = "relu",
         chw: bool | None = None,
         use_next_obs: bool = False,
+        output: str = "linear",
     ) -> None:
         super().__init__()
         if not is_image_space(observation_space):
@@ -317,7 +333,7 @@ class CNNReward(RewardNet):
             n_flat = self.conv(torch.zeros(1, c * e, h, w)).flatten(1).shape[1] // e
         d_vec = flat_dim(action_space) * use_act + int(use_done)
         self.head = EnsembleMLP(e, n_flat + d_vec, hidden, 1, activation)
-        self._init_absorbing(e)
+        self._init_absorbing(e, output)
         self.image_shape = (c, h, w)
         self._config = {
             "observation_space": space_to_json(observation_space),
@@ -332,6 +348,7 @@ class CNNReward(RewardNet):
             "activation": activation,
             "chw": self.chw,
             "use_next_obs": use_next_obs,
+            "output": output,
         }
 
     @torch.no_grad()
@@ -425,7 +442,7 @@ class ShapedReward(RewardNet):
 
     def _score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
         base = {k[5:]: v for k, v in feats.items() if k.startswith("base.")}
-        r = self.base._score(base, per_member=per_member)
+        r = self.base._squash(self.base._score(base, per_member=per_member))
         phi_s = self.potential_value(feats["phi_s"], per_member)
         phi_next = self.potential_value(feats["phi_next"], per_member)
         return r + self.gamma * (1.0 - feats["done"]) * phi_next - phi_s
