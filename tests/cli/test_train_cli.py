@@ -52,6 +52,8 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
         (["--agent.algo", "dqn"], "agent 'dqn' needs a Discrete action space"),
         (["--agent.algo", "dpg"], "unknown agent 'dpg'"),
         (["--teacher", "web"], "--store"),
+        (["--loop.active-selection", "--reward.ensemble-size", "1"], "needs --reward.ensemble-size >= 2"),
+        (["--env.id", "CartPole-v1", "--reward.kind", "cnn"], "needs uint8 image observations"),
     ],
 )
 def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
@@ -59,6 +61,16 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     code = main(["train", "--run-dir", str(tmp_path / "r"), *args])
     assert code == 2
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # refused before any file is written: the fixed command runs
+
+
+@pytest.mark.parametrize("args", [["--loop.query-schedule", "linear"], ["--loop.uncertainty-measure", "x"]])
+def test_bad_choice_is_refused_at_parse_time_with_the_choices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    assert main(["train", "--run-dir", str(tmp_path / "r"), *args]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
 
 
 def test_existing_run_dir_needs_force_and_resume_needs_same_config(
@@ -116,3 +128,10 @@ def test_evaluate_measures_true_return_and_records_video(
     assert out["episodes"] == 2 and -2000 < out["true_return"] <= 0 and out["random_return"] < 0
     assert (run / "videos" / "episode_0.mp4").stat().st_size > 1000
     assert json.loads((run / "evaluation.json").read_text()) == out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from prefrl import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"prefrl {__version__}"

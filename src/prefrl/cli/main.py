@@ -24,7 +24,8 @@ def usage() -> str:
     return (
         "usage: prefrl COMMAND [OPTIONS]\n\n"
         "Learn reward functions from preference comparisons and train agents on them.\n\n"
-        "commands:\n" + "\n".join(lines) + "\n\nRun `prefrl COMMAND --help` for its options."
+        "commands:\n" + "\n".join(lines) + "\n\nRun `prefrl COMMAND --help` for its options, "
+        "`prefrl --version` for the version."
     )
 
 
@@ -32,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
+        return 0
+    if argv[0] in ("-V", "--version", "version"):
+        from prefrl import __version__
+
+        print(f"prefrl {__version__}")
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:

@@ -322,11 +322,19 @@ def build_run(cfg: TrainConfig) -> Run:
     if not offline:
         check_agent_space(cfg.agent.algo, act_space)
         cfg.agent.algo = resolve_algo(cfg.agent.algo, act_space)  # config.json names the real agent
-    run = prepare_run_dir(cfg)
+    lp = cfg.loop
+    if lp.active_selection and cfg.reward.ensemble_size < 2 and lp.uncertainty_measure != "entropy":
+        raise ValueError(
+            "--loop.active-selection needs --reward.ensemble-size >= 2 (members to disagree), "
+            "or --loop.uncertainty-measure entropy"
+        )
+    if cfg.teacher == "web" and cfg.store is None:
+        raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
     human = cfg.teacher in ("terminal", "web")
     torch.manual_seed(cfg.seed)  # reward-net initialisation: a run is reproducible from its seed
-    net = cfg.reward.build(obs_space, act_space)
+    net = cfg.reward.build(obs_space, act_space)  # (bad reward options fail before any file is written)
     trainer = RewardTrainer(net, dataclasses.replace(cfg.trainer, seed=cfg.seed))
+    run = prepare_run_dir(cfg)
     teacher = make_teacher(cfg, run.name)
     logger = MetricsLogger(run)
     callbacks = [ProgressBar(disable=not cfg.progress)]

@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -49,12 +49,12 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.learned_reward import LearnedReward
 from prefrl.rewards.io import load_reward_net, save_reward_net
 from prefrl.rewards.nets import RewardNet
-from prefrl.selection.selectors import DisagreementSelector, UniformSelector
+from prefrl.selection.selectors import MEASURES, DisagreementSelector, UniformSelector
 from prefrl.storage.checkpoint import CheckpointDir, load_tensor_state, save_tensor_state
 from prefrl.teachers import AsyncTeacher, Teacher
 from prefrl.training.callbacks import LoopCallback
 from prefrl.training.logger import Logger, NullLogger
-from prefrl.training.schedules import allocate_queries
+from prefrl.training.schedules import SCHEDULES, allocate_queries
 from prefrl.training.trainer import RewardTrainer
 
 TIE_WARN = 0.5
@@ -102,8 +102,8 @@ class LoopConfig:
     """Share of the label budget asked before any agent training."""
     initial_epoch_multiplier: float = 5.0
     """The first reward training runs this many times more epochs."""
-    query_schedule: str = "hyperbolic"
-    """How the remaining labels are spread: constant | hyperbolic | inverse_quadratic."""
+    query_schedule: Literal["constant", "hyperbolic", "inverse_quadratic"] = "hyperbolic"
+    """How the remaining labels are spread over the iterations."""
     transition_oversampling: float = 1.0
     """Fragments drawn per fragment needed (>1: pairs picked from a larger pool of clips)."""
     active_selection: bool = False
@@ -111,8 +111,8 @@ class LoopConfig:
     unless the measure is entropy)."""
     active_selection_oversampling: int = 5
     """With active selection: candidate pairs considered per query asked."""
-    uncertainty_measure: str = "logit"
-    """Disagreement measure for active selection: logit | probability | label | entropy."""
+    uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "logit"
+    """Disagreement measure for active selection."""
     comparison_queue_size: int | None = None
     """Keep at most this many comparisons (oldest dropped); None keeps all."""
     exploration_frac: float = 0.0
@@ -144,6 +144,12 @@ class LoopConfig:
             raise ValueError(f"transition_oversampling must be >= 1, got {self.transition_oversampling}")
         if self.active_selection_oversampling < 1:
             raise ValueError("active_selection_oversampling must be >= 1")
+        if self.query_schedule not in SCHEDULES:
+            raise ValueError(f"unknown query schedule {self.query_schedule!r}; choose from {list(SCHEDULES)}")
+        if self.uncertainty_measure not in MEASURES:
+            raise ValueError(
+                f"unknown uncertainty measure {self.uncertainty_measure!r}; choose from {list(MEASURES)}"
+            )
 
     @property
     def agent_steps(self) -> int:
