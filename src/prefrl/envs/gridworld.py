@@ -178,9 +178,7 @@ class GridWorldEnv(gym.Env):
 
 
 def register() -> None:
-    """Register ``prefrl/GridWorld-v0`` (idempotent)."""
-    if ENV_ID not in gym.registry:
-        gym.register(ENV_ID, entry_point="prefrl.envs.gridworld:GridWorldEnv")
+    """Register ``prefrl/GridWorld-v0`` (idempotent; ``import prefrl`` already does)."""
+    from prefrl.registration import register_envs
 
-
-register()
+    register_envs()

@@ -1,6 +1,6 @@
 """A small pixel environment: move a dot onto a target.
 
-Registered with Gymnasium as ``prefrl/MovingDot-v0`` when this module is imported.
+Registered with Gymnasium as ``prefrl/MovingDot-v0`` by ``import prefrl``.
 
 The world is a ``size x size`` image. The agent's dot is drawn in the red channel and
 the target in the green one. Actions (``Discrete(5)``): 0 stay, 1 up, 2 down, 3 left,
@@ -12,7 +12,7 @@ Episodes are cut after ``max_steps`` steps (truncation; the task never terminate
 
 Example:
     >>> import gymnasium as gym
-    >>> import prefrl.envs.moving_dot  # registers the environment
+    >>> import prefrl  # registers the environment
     >>> env = gym.make("prefrl/MovingDot-v0", size=40)
     >>> obs, info = env.reset(seed=0)
     >>> obs.shape, obs.dtype.name
@@ -129,6 +129,3 @@ class MovingDotEnv(gym.Env[np.ndarray, np.int64]):
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         return self._image() if self.render_mode == "rgb_array" else None
 
-
-if ENV_ID not in gym.registry:
-    gym.register(ENV_ID, entry_point=MovingDotEnv, max_episode_steps=None)
