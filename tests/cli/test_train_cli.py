@@ -135,3 +135,30 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"prefrl {__version__}"
+
+
+def test_ctrl_c_prints_the_resume_command_not_a_traceback(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "prefrl.cli.main", "train", "--run-dir", str(run), "--no-progress",
+           "--loop.total-steps", "40000", "--loop.iterations", "40", "--loop.initial-steps", "200",
+           "--loop.total-labels", "10", "--loop.fragment-length", "10", "--trainer.epochs", "1",
+           "--agent.algo", "ppo", "--agent.n-steps", "64", "--agent.batch-size", "64"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, latest = time.time() + 120, run / "checkpoints" / "LATEST"
+        while not latest.exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert latest.exists(), proc.stderr.read() if proc.poll() is not None else ""
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert f"prefrl train --resume {run}" in err and "from its last checkpoint" in err
+    assert (run / "preferences.npz").exists()

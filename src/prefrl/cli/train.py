@@ -471,6 +471,21 @@ def format_report(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def interrupted_message(cfg: TrainConfig) -> str:
+    """What Ctrl-C left behind and the command that continues the run."""
+    run = cfg.resume or cfg.run_dir
+    if run is None or not (Path(run) / "config.json").exists():
+        return "\nprefrl train: interrupted before the run directory was made; nothing to resume"
+    latest = Path(run) / "checkpoints" / "LATEST"
+    where = "from the beginning"
+    if latest.exists():
+        where = f"from its last checkpoint ({latest.read_text().strip()})"
+    return (
+        f"\nprefrl train: interrupted. Every label so far is saved in {run}/preferences.npz; the run "
+        f"continues {where}, keeping those labels, with:\n  prefrl train --resume {run}"
+    )
+
+
 def main(argv: list[str]) -> int:
     try:
         try:
@@ -482,7 +497,11 @@ def main(argv: list[str]) -> int:
         if cfg.print_config:  # printed as a config to train with (--config FILE): not to print again
             print(json.dumps(config_to_dict(dataclasses.replace(cfg, print_config=False)), indent=2))
             return 0
-        rep = train(cfg)
+        try:
+            rep = train(cfg)
+        except KeyboardInterrupt:
+            print(interrupted_message(cfg), file=sys.stderr)
+            return 130
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"prefrl train: error: {e}", file=sys.stderr)
         return 2
