@@ -162,3 +162,12 @@ def test_ctrl_c_prints_the_resume_command_not_a_traceback(tmp_path: Path) -> Non
     assert "Traceback" not in err
     assert f"prefrl train --resume {run}" in err and "from its last checkpoint" in err
     assert (run / "preferences.npz").exists()
+
+
+def test_web_teacher_says_where_to_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(tmp_path / "labels.db")
+    cfg = train_cli.TrainConfig(teacher="web", store=store, run_dir=str(tmp_path / "run"), progress=False)
+    train_cli.build_run(cfg)
+    err = capsys.readouterr().err
+    assert f"prefrl label serve --store {store}" in err and "http://127.0.0.1:8000/" in err
+    assert f"prefrl label add-user --store {store} NAME" in err

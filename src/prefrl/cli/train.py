@@ -275,6 +275,16 @@ def make_teacher(cfg: TrainConfig, run_name: str) -> Any:
     return human.StoreTeacher(cfg.store, run=run_name)
 
 
+def web_teacher_hint(store: str, run_name: str) -> str:
+    """Where the queries of a ``--teacher web`` run go and the commands that label them."""
+    return (
+        f"prefrl: queries of run {run_name!r} go to the store {store}. To label them in a browser, "
+        "in another terminal:\n"
+        f"  prefrl label add-user --store {store} NAME    # prints NAME's sign-in token\n"
+        f"  prefrl label serve --store {store}            # then open http://127.0.0.1:8000/ and sign in"
+    )
+
+
 def prepare_run_dir(cfg: TrainConfig) -> Path:
     """Create (or, on resume, check) the run directory and write ``config.json``."""
     if cfg.resume is not None:
@@ -336,6 +346,8 @@ def build_run(cfg: TrainConfig) -> Run:
     trainer = RewardTrainer(net, dataclasses.replace(cfg.trainer, seed=cfg.seed))
     run = prepare_run_dir(cfg)
     teacher = make_teacher(cfg, run.name)
+    if cfg.teacher == "web":
+        print(web_teacher_hint(cfg.store, run.name), file=sys.stderr, flush=True)  # type: ignore[arg-type]
     logger = MetricsLogger(run)
     callbacks = [ProgressBar(disable=not cfg.progress)]
     loop_cfg = dataclasses.replace(cfg.loop, seed=cfg.seed)
