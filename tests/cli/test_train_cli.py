@@ -171,3 +171,21 @@ def test_web_teacher_says_where_to_label(tmp_path: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert f"prefrl label serve --store {store}" in err and "http://127.0.0.1:8000/" in err
     assert f"prefrl label add-user --store {store} NAME" in err
+
+
+def _needs_extra(**_: object) -> None:
+    import gymnasium as gym
+
+    raise gym.error.DependencyNotInstalled('FooSim is not installed, run `pip install "foosim"`')
+
+
+def test_missing_optional_dependency_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gymnasium as gym
+
+    if "prefrl-test/NeedsExtra-v0" not in gym.registry:
+        gym.register("prefrl-test/NeedsExtra-v0", entry_point=_needs_extra)
+    assert main(["train", "--env.id", "prefrl-test/NeedsExtra-v0", "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "needs a package that is not installed" in err and 'pip install "foosim"' in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()

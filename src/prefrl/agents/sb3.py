@@ -112,9 +112,12 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool
         kwargs["render_mode"] = "rgb_array"
     if hide_score and not is_atari_id(env_id):
         raise ValueError(f"hide_score blanks the score strip of Atari frames; {env_id!r} is not an ALE game")
-    if is_atari_id(env_id):
-        return make_atari_env(env_id, kwargs, preprocessing=preprocessing, hide_score=hide_score)
-    return gym.make(env_id, **kwargs)
+    try:
+        if is_atari_id(env_id):
+            return make_atari_env(env_id, kwargs, preprocessing=preprocessing, hide_score=hide_score)
+        return gym.make(env_id, **kwargs)
+    except gym.error.DependencyNotInstalled as e:  # one line naming what to install, not a traceback
+        raise ValueError(f"{env_id!r} needs a package that is not installed: {e}") from None
 
 
 def make_vec_env(
