@@ -159,6 +159,11 @@ def test_sac_on_learned_reward_beats_random_on_true_reward() -> None:
     random = evaluate_returns("Pendulum-v1", None, 5).mean()
     assert learned > random + 300, (learned, random)
     assert loop.state.history[-1]["reward/pearson_true"] > 0.5
+    # the held-out accuracy (fresh clips ranked by the true reward): from the first trained
+    # reward on, every iteration, and high once the reward is learned
+    accs = [h.get("reward/heldout_accuracy") for h in loop.state.history]
+    assert accs[0] is None and all(a is not None for a in accs[1:])
+    assert np.mean(accs[-3:]) > 0.75, accs  # (clips of a good policy are close calls: not ~1)
 
 
 def test_pretraining_exploration_mixing_and_active_selection() -> None:

@@ -131,3 +131,32 @@ def test_trainer_state_round_trips(pendulum_batch):
     tb.train(ds)
     for p, q in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(p, q)
+
+
+def test_true_pair_accuracy_is_one_for_the_true_reward_and_none_without_one() -> None:
+    """The shared held-out figure: a net that computes the true reward ranks every strict pair
+    right, its negation none; no true reward -> None."""
+    import dataclasses
+
+    from prefrl.agents.rollout import collect_episodes
+    from prefrl.agents.sb3 import make_env
+    from prefrl.training.trainer import true_pair_accuracy
+
+    env = make_env("Pendulum-v1")
+    batch = collect_episodes(env, n_steps=600, seed=0)
+    rews = np.zeros_like(batch.rews)
+    rows = batch.step_rows
+    rews[rows] = batch.obs[rows, 2]  # true reward := angular velocity, which this net computes:
+    batch = dataclasses.replace(batch, rews=rews)
+    net = MLPReward(env.observation_space, env.action_space, hidden=(2,), normalize_input=False)
+    with torch.no_grad():  # r = relu(w) - relu(-w) = w (obs[2] is the 3rd of 4 inputs)
+        for p in net.parameters():
+            p.zero_()
+        w1, w2 = net.mlp.layers[0].weight, net.mlp.layers[1].weight  # [E, in, out]
+        w1[0, 2, 0], w1[0, 2, 1], w2[0, 0, 0], w2[0, 1, 0] = 1.0, -1.0, 1.0, -1.0
+    rng = np.random.default_rng(0)
+    assert true_pair_accuracy(net, batch, 100, 20, rng) == 1.0
+    with torch.no_grad():
+        w2.neg_()
+    assert true_pair_accuracy(net, batch, 100, 20, rng) == 0.0
+    assert true_pair_accuracy(net, dataclasses.replace(batch, rews=None), 100, 20, rng) is None

@@ -37,6 +37,8 @@ from prefrl.interpret.supervised import SupervisedConfig, fit_supervised
 from prefrl.rewards import build_reward_net, load_reward_net, save_reward_net
 from prefrl.rewards.spaces import is_image_space
 from prefrl.storage.checkpoint import dumps
+from prefrl.training.loop import HELDOUT_PAIRS
+from prefrl.training.trainer import true_pair_accuracy
 
 
 @dataclass
@@ -128,12 +130,17 @@ def evaluate_all(src: Sources, gamma: float, val_fraction: float, seed: int) -> 
             net, env.reward_table(), Coverage.tabular(env.n_states, env.action_space.n), gamma
         )
     batch = src.require_batch()
+    ds = src.preferences()
     if batch.rews is not None:
         out.update({f"{k}": v for k, v in reward_correlations(net, batch).items()})
-    ds = src.preferences()
-    if ds is not None and len(ds):
+        # the held-out accuracy prefrl reports everywhere: fresh clip pairs ranked by the true reward
+        length = ds.fragments.length if ds is not None and ds.fragments is not None else 50
+        acc = true_pair_accuracy(net, batch, HELDOUT_PAIRS, length, np.random.default_rng(seed))
+        if acc is not None:
+            out.update(heldout_accuracy=acc, heldout_pairs=HELDOUT_PAIRS)
+    if ds is not None and len(ds):  # the labels the trainer held out (few: a tenth of the labels)
         m = heldout_preference_metrics(net, ds, val_fraction)
-        out.update(heldout_accuracy=m["accuracy"], heldout_loss=m["loss"], heldout_pairs=m["pairs"])
+        out.update(val_accuracy=m["accuracy"], val_loss=m["loss"], val_pairs=m["pairs"])
     return out
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import shutil
 import sys
 import time
@@ -36,7 +35,6 @@ from prefrl.agents.sb3 import (
     make_vec_env,
     resolve_algo,
 )
-from prefrl.data.fragments import random_pairs, sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.atari import AtariPreprocessingMode
 from prefrl.envs.learned_reward import LearnedReward, LearnedRewardVecEnv
@@ -47,7 +45,7 @@ from prefrl.teachers import PRESETS, SyntheticTeacher, TeacherConfig
 from prefrl.training.callbacks import ProgressBar
 from prefrl.training.loop import TIE_HINT, TIE_WARN, LoopConfig, PreferenceLoop, tie_fraction
 from prefrl.training.metrics_log import MetricsLogger
-from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig, evaluate_preferences
+from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig, true_pair_accuracy
 
 TeacherName = Literal["oracle", "noisy", "mistake", "skip", "myopic", "equal", "terminal", "web"]
 
@@ -388,13 +386,7 @@ def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int =
                                           policy=lambda o: agent.predict(o)[0]))  # fmt: skip
         batch = TrajectoryBatch.concat(parts)
         rng = np.random.default_rng(cfg.seed + 5)
-        frags, _ = sample_fragments(
-            batch, 2 * n_pairs, min(cfg.loop.fragment_length, int(batch.lengths.max())), rng
-        )
-        pairs = random_pairs(len(frags), n_pairs, rng)
-        labels = SyntheticTeacher("oracle").label(frags, pairs)
-        acc = float(evaluate_preferences(net, frags, pairs, labels)["accuracy"])
-        return acc if math.isfinite(acc) else None
+        return true_pair_accuracy(net, batch, n_pairs, cfg.loop.fragment_length, rng)
     except ValueError:
         return None
     finally:
@@ -469,7 +461,9 @@ def format_report(rep: dict[str, Any]) -> str:
     if "fresh_agent_true_return" in rep:
         lines.append(f"fresh agent on final reward : {rep['fresh_agent_true_return']:.1f}")
     acc = rep.get("reward_accuracy")
-    acc_text = "n/a (every held-out pair was a tie)" if acc is None else f"{acc:.3f}"
+    acc_text = "n/a (every held-out pair was a tie)"
+    if acc is not None:
+        acc_text = f"{acc:.3f} (fresh clips of the final and a random policy, ranked by the true reward)"
     lines.append(f"reward accuracy (held out)  : {acc_text}")
     lines.append(f"labels used                 : {rep['labels_used']} ({rep['queries_asked']} queries asked)")
     ties = rep.get("label_tie_fraction")

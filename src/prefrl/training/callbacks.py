@@ -54,8 +54,10 @@ class ProgressBar(LoopCallback):
         post = {"labels": len(loop.dataset)}
         if "rollout/true_return" in metrics:
             post["true_return"] = round(metrics["rollout/true_return"], 1)
-        if "reward/val_accuracy" in metrics:
-            post["acc"] = round(metrics["reward/val_accuracy"], 2)
+        if "reward/heldout_accuracy" in metrics:  # fresh clips ranked by the true reward
+            post["heldout_acc"] = round(metrics["reward/heldout_accuracy"], 2)
+        elif "reward/val_accuracy" in metrics:  # no true reward: the labels held out of training
+            post["val_acc"] = round(metrics["reward/val_accuracy"], 2)
         self.bar.set_postfix(post)
 
     def on_end(self, loop: Any) -> None:

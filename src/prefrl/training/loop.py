@@ -55,7 +55,7 @@ from prefrl.teachers import AsyncTeacher, Teacher
 from prefrl.training.callbacks import LoopCallback
 from prefrl.training.logger import Logger, NullLogger
 from prefrl.training.schedules import SCHEDULES, allocate_queries
-from prefrl.training.trainer import RewardTrainer
+from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
 
 TIE_WARN = 0.5
 """Share of tied labels from which a run warns that little can be learned."""
@@ -69,6 +69,8 @@ TIE_HINT = (
     "(--loop.active-selection) so that clips differ."
 )
 
+HELDOUT_PAIRS = 200
+"""Fresh clip pairs per iteration for ``reward/heldout_accuracy`` (see ``PreferenceLoop._correlation``)."""
 
 AUTO_END_CLIP_FRAC = 0.5
 """Share of query clips drawn at episode ends while most labels are ties (``end_clip_frac=None``):
@@ -506,16 +508,28 @@ class PreferenceLoop:
             self.reward.normalizer.reset_to(raw)
 
     def _correlation(self, batch: TrajectoryBatch) -> dict[str, float]:
-        """Pearson correlation of learned vs true per-step reward on ``batch``."""
+        """How well the current reward explains ``batch``'s true reward, before it trains on it.
+
+        ``reward/pearson_true``: Pearson correlation of learned vs true per-step reward.
+        ``reward/heldout_accuracy``: accuracy on :data:`HELDOUT_PAIRS` fresh clip pairs of
+        ``batch`` ranked by their true return (strict preferences only); none of these clips
+        has been labelled yet, so this is the held-out figure the progress bar shows.
+        """
         if self.trainer.calls == 0 or batch.rews is None:
             return {}
+        out = self._heldout_accuracy(batch)
         rows = batch.step_rows
         learned, _ = self.net.predict(_take(batch.obs, rows), batch.acts[rows], _take(batch.obs, rows + 1),
                                       batch.dones[rows])  # fmt: skip
         true = batch.rews[rows]
         if len(rows) < 2 or np.std(learned) == 0 or np.std(true) == 0:
-            return {}
-        return {"reward/pearson_true": float(np.corrcoef(learned, true)[0, 1])}
+            return out
+        return {**out, "reward/pearson_true": float(np.corrcoef(learned, true)[0, 1])}
+
+    def _heldout_accuracy(self, batch: TrajectoryBatch) -> dict[str, float]:
+        rng = np.random.default_rng([self.config.seed, 7919, self.state.iteration])  # not the loop's stream
+        acc = true_pair_accuracy(self.net, batch, HELDOUT_PAIRS, self.config.fragment_length, rng)
+        return {} if acc is None else {"reward/heldout_accuracy": acc}
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:

@@ -17,10 +17,12 @@ import torch
 
 from prefrl.data.arrays import obs_map
 from prefrl.data.dataset import PreferenceDataset
-from prefrl.data.fragments import Fragments
+from prefrl.data.fragments import Fragments, random_pairs, sample_fragments, window_counts
+from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.model import preference_logits, preference_loss, preference_metrics
 from prefrl.rewards.encode import encode_fragments, fragments_per_chunk, gather
 from prefrl.rewards.nets import Features, RewardNet, to_tensor
+from prefrl.teachers.synthetic import SyntheticTeacher
 from prefrl.training.allocator import keep_freed_memory
 from prefrl.training.logger import Logger, NullLogger
 from prefrl.training.optim import FlatAdamW, FlatParameters
@@ -286,3 +288,25 @@ def evaluate_preferences(
         logits.append(preference_logits(rews, discount).mean(0))
     y = torch.as_tensor(np.asarray(labels, dtype=np.float32), device=net.device)
     return preference_metrics(torch.cat(logits), y, error_rate)
+
+
+def true_pair_accuracy(
+    net: RewardNet, batch: TrajectoryBatch, n_pairs: int, length: int, rng: np.random.Generator
+) -> float | None:
+    """Held-out accuracy: ``n_pairs`` fresh clip pairs of ``batch`` ranked by their true return.
+
+    The one accuracy prefrl reports wherever the environment has a reward (progress bar,
+    ``metrics.csv``'s ``reward/heldout_accuracy``, the run report, ``prefrl interpret``).
+    Clips are ``length`` steps (shortened to the longest episode); only strict preferences
+    count. ``None`` when ``batch`` has no true reward, no clip fits, or every pair ties.
+    """
+    if batch.rews is None or not len(batch):
+        return None
+    length = min(length, int(batch.lengths.max()))
+    if length < 1 or window_counts(batch, length).sum() == 0:
+        return None
+    frags, _ = sample_fragments(batch, 2 * n_pairs, length, rng)
+    pairs = random_pairs(len(frags), n_pairs, rng)
+    labels = SyntheticTeacher("oracle").label(frags, pairs)
+    acc = float(evaluate_preferences(net, frags, pairs, labels)["accuracy"])
+    return acc if math.isfinite(acc) else None
