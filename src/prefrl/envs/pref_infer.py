@@ -108,15 +108,19 @@ def _block_diag(w: Array) -> Array:
     return out
 
 
-def _dense_tail(mlp: EnsembleMLP) -> list[tuple[Array, Array]]:
-    """The layers after the first of an ensemble MLP as wide dense ``(W, b)``; the last averages."""
+def _dense_tail(mlp: EnsembleMLP, squash: bool = False) -> list[tuple[Array, Array]]:
+    """The layers after the first of an ensemble MLP as wide dense ``(W, b)``.
+
+    The last layer averages the members (``[E*H, 1]``), or, with ``squash`` (a tanh output,
+    applied per member before the mean), keeps them apart (``[E*H, E]``).
+    """
     e = mlp.ensemble_size
     out: list[tuple[Array, Array]] = []
     layers = list(mlp.layers)[1:]
     for i, layer in enumerate(layers):
         w = layer.weight.detach().cpu().numpy().astype(np.float32)  # [E, in, out]
         b = layer.bias.detach().cpu().numpy().astype(np.float32)  # [E, out]
-        if i == len(layers) - 1:  # output layer: mean over members
+        if i == len(layers) - 1 and not squash:  # output layer: mean over members
             out.append(((w / e).reshape(e * w.shape[1], w.shape[2]), b.mean(0)))
         else:
             out.append((_block_diag(w), b.reshape(-1)))
@@ -153,13 +157,19 @@ def _vec_writer(space: spaces.Space) -> tuple[int, Callable[[Array, Array], None
     return None
 
 
-def _run_tail(h: Array, tail: list[tuple[Array, Array]], act: Callable[[Array], Array]) -> Array:
+def _run_tail(
+    h: Array, tail: list[tuple[Array, Array]], act: Callable[[Array], Array], squash: bool = False
+) -> Array:
     """The layers after the first on pre-activations ``h [n, H]``; the reward ``[n]`` (float64)."""
     *hidden, (w_out, b_out) = tail
     for w, b in hidden:
         h = act(h)
         h = h @ w
         h += b
+    if squash:  # members' outputs [n, E] -> tanh -> mean
+        z = act(h) @ w_out
+        z += b_out
+        return np.tanh(z, out=z).mean(1, dtype=np.float64)
     r = act(h) @ w_out[:, 0]
     return r.astype(np.float64) + float(b_out[0])
 
@@ -188,7 +198,7 @@ class FastReward:
 
     @classmethod
     def of(cls, net: RewardNet) -> FastReward | None:
-        if net.output != "linear":  # a squashed output does not fold into the ensemble mean
+        if net.output not in ("linear", "tanh"):
             return None
         if type(net) is MLPReward:
             return _mlp(net)
@@ -223,7 +233,8 @@ def _mlp(net: MLPReward) -> FastReward | None:
         shift = net.norm.mean.detach().cpu().numpy().astype(np.float32)
         scale = (1.0 / np.sqrt(net.norm.var.detach().cpu().numpy() + net.norm.eps)).astype(np.float32)
         lo, hi = -net.norm.clip, net.norm.clip
-    tail = _dense_tail(net.mlp)
+    squash = net.output == "tanh"
+    tail = _dense_tail(net.mlp, squash)
     buf: dict[int, Array] = {}
 
     def fn(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
@@ -234,7 +245,7 @@ def _mlp(net: MLPReward) -> FastReward | None:
             np.clip(x, lo, hi, out=x)
         h = x @ w1
         h += b1
-        return _run_tail(h, tail, act)
+        return _run_tail(h, tail, act, squash)
 
     widest = max(w.size for w, _ in [(w1, b1), *tail])
     return FastReward(fn, lambda n: n * widest)
@@ -366,7 +377,8 @@ def _cnn(net: CNNReward) -> FastReward | None:
     d_vec = sum(p[1] for p in vec_parts)
     if d_vec != head_vec.shape[0]:
         return None
-    tail = _dense_tail(net.head)
+    squash = net.output == "tanh"
+    tail = _dense_tail(net.head, squash)
     act = _ACTS[name]
     relu = name == "relu"
     # a Discrete action alone: its one-hot product is a row of head_vec (the bias folded in)
@@ -403,11 +415,11 @@ def _cnn(net: CNNReward) -> FastReward | None:
         if rows_by_action is not None:
             a = np.asarray(acts).reshape(n)
             z += rows_by_action.take(a - a_start if a_start else a, axis=0, mode="clip")
-            return _run_tail(z, tail, act)
+            return _run_tail(z, tail, act, squash)
         z += b1
         if vec_parts:
             z += _write_features(vbuf, d_vec, vec_parts, (obs, acts, next_obs, dones)) @ head_vec
-        return _run_tail(z, tail, act)
+        return _run_tail(z, tail, act, squash)
 
     def work(n: int) -> int:
         b = _CnnBuffers(1, (h, w, c), layers)
