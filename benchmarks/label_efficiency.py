@@ -37,6 +37,8 @@ from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import PRESETS
 from prefrl.training.loop import LoopConfig
 
+DEFAULT_ITERATIONS = 14
+
 
 def oracle_run(agent_cfg: AgentConfig, env_id: str, steps: int, seed: int, run_dir: Path, episodes: int,
                learning_starts: int) -> tuple[float, float, float]:  # fmt: skip
@@ -60,7 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agent", default="auto", choices=["auto", *sorted(ALGOS)],
                    help="RL agent (auto: sac for continuous actions, ppo otherwise)")  # fmt: skip
     p.add_argument("--teacher", default="oracle", choices=list(PRESETS), help="simulated teacher preset")
-    p.add_argument("--iterations", type=int, default=14, help="reward-update iterations")
+    p.add_argument(
+        "--iterations",
+        type=int,
+        default=DEFAULT_ITERATIONS,
+        help="reward-update iterations (named in the output directory unless the default)",
+    )
     p.add_argument("--eval-episodes", type=int, default=10, help="evaluation episodes per policy")
     p.add_argument("--out", default="runs/label_efficiency", help="directory for the run directories")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
@@ -85,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(a.threads)
     t_all = time.perf_counter()
     a.loop_options = parse_loop_options(a.loop)
-    suffix = "".join(f"-{k}={v}" for k, v in sorted(a.loop_options.items()))
+    named = dict(a.loop_options)
+    if a.iterations != DEFAULT_ITERATIONS:  # a non-default schedule is part of the configuration
+        named["iterations"] = a.iterations
+    suffix = "".join(f"-{k}={v}" for k, v in sorted(named.items()))
     out = Path(a.out) / f"{a.env}-{a.agent}-{a.teacher}-{a.labels}l-{a.steps}s{suffix}"
     initial = min(1000, a.steps // 10)
     agent_cfg = AgentConfig(algo=a.agent)
@@ -100,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     res = combine(out, random_ret)
     res.update(env=a.env, agent=a.agent, teacher=a.teacher, labels=a.labels, steps=a.steps,
-               loop_options=a.loop_options, wall_s=time.perf_counter() - t_all)  # fmt: skip
+               iterations=a.iterations, loop_options=a.loop_options,
+               wall_s=time.perf_counter() - t_all)  # fmt: skip
     write_json(out / "result.json", res)
     print(dumps(res))
     return 0

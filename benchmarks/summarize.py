@@ -33,8 +33,11 @@ def load_results(root: Path) -> list[dict[str, Any]]:
 
 
 def options(result: dict[str, Any]) -> str:
-    """The loop options a result was run with, as ``name=value`` text (empty for defaults)."""
-    return " ".join(f"{k}={v}" for k, v in sorted((result.get("loop_options") or {}).items()))
+    """The options a result was run with, as ``name=value`` text (empty for defaults)."""
+    named = dict(result.get("loop_options") or {})
+    if result.get("iterations", 14) != 14:
+        named["iterations"] = result["iterations"]
+    return " ".join(f"{k}={v}" for k, v in sorted(named.items()))
 
 
 def table(results: list[dict[str, Any]]) -> str:
