@@ -86,6 +86,12 @@ def test_cartpole_trains_from_the_command_line_with_no_flags(tmp_path) -> None: 
     rep = json.loads((run / "report.json").read_text())
     assert conf["agent"]["algo"] == "ppo" and rep["agent"] == "ppo" and rep["labels_used"] == 6
     assert gym.make("CartPole-v1").spec is not None
+    # SB3's own metrics go to TensorBoard beside prefrl's
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = set(EventAccumulator(str(run / "tb" / "agent")).Reload().Tags()["scalars"])
+    assert {"train/loss", "train/entropy_loss"} <= tags, tags
+    assert "labels/total" in EventAccumulator(str(run / "tb")).Reload().Tags()["scalars"]
 
 
 @pytest.mark.slow  # about 40 s on 2 cores

@@ -364,10 +364,21 @@ def build_run(cfg: TrainConfig) -> Run:
         agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device)
     else:
         agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
+    log_agent(agent, run)
     loop = PreferenceLoop(loop_cfg, net, trainer, teacher, agent=agent, recorder=recorder, reward=reward,
                           side_env=side_env, run_dir=run, logger=logger, callbacks=callbacks,
                           config_hash=_hash(cfg))  # fmt: skip
     return Run(loop, run, logger, env_kwargs)
+
+
+def log_agent(agent: Any, run_dir: Path) -> None:
+    """Send SB3's own metrics (``rollout/ep_rew_mean``, ``train/actor_loss``, ...) to TensorBoard,
+    in ``RUN/tb/agent`` beside prefrl's metrics (``tensorboard --logdir RUN/tb`` shows both)."""
+    if agent is None:
+        return
+    from stable_baselines3.common.logger import configure
+
+    agent.set_logger(configure(str(run_dir / "tb" / "agent"), ["tensorboard"]))
 
 
 def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int = 500) -> float | None:
@@ -406,6 +417,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             print(f"{r.run_dir}: no checkpoint yet, starting from the beginning", file=sys.stderr)
         else:
             r.logger.truncate(loop.env_steps)
+            log_agent(loop.agent, r.run_dir)  # the agent was rebuilt from the checkpoint
     cpu0 = time.process_time()
     loop.run()
     train_cpu = time.process_time() - cpu0
