@@ -41,7 +41,9 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
                 "--loop.uncertainty-measure", "--loop.checkpoint-interval",
                 "--loop.query-schedule", "--teacher", "--store", "--resume"]:  # fmt: skip
         assert opt in text, opt
-
+    for path_opt in ["--run-dir DIR", "--resume DIR", "--config FILE", "--store PATH|URL"]:
+        assert path_opt in text, path_opt  # a metavar naming what to pass, not {None}|STR
+    assert "``" not in text  # no raw reStructuredText markup
 
 @pytest.mark.parametrize(
     ("args", "message"),

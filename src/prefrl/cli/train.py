@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -145,6 +145,17 @@ def _default_trainer() -> RewardTrainerConfig:
     return RewardTrainerConfig(epochs=50.0, batch_size=32, lr=3e-3, l2_init=0.0)
 
 
+# optional paths: a metavar naming what to pass and no "(default: None)" in --help
+OptFile = Annotated[str | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="(optional)")]
+OptDir = Annotated[str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(optional)")]
+OptStore = Annotated[
+    str | None, tyro.conf.arg(metavar="PATH|URL", help_behavior_hint="(only with --teacher web)")
+]
+RunDir = Annotated[
+    str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: runs/<env>-<agent>-<time>)")
+]
+
+
 @dataclass
 class TrainConfig:
     """Train an agent on a reward learned from preference comparisons."""
@@ -157,25 +168,25 @@ class TrainConfig:
     teacher: TeacherName = "oracle"
     """Who labels: a B-Pref simulated preset (oracle|noisy|mistake|skip|myopic|equal), a person at
     this terminal (terminal), or people in the web app (web, with --store)."""
-    store: str | None = None
+    store: OptStore = None
     """Query store for --teacher web: a SQLite path or SQLAlchemy URL."""
-    run_dir: str | None = None
-    """Run directory (default: runs/<env>-<agent>-<time>)."""
+    run_dir: RunDir = None
+    """Run directory."""
     force: bool = False
     """Overwrite an existing run directory."""
-    resume: str | None = None
+    resume: OptDir = None
     """Continue the run in this directory from its last checkpoint (its config.json is used)."""
-    config: str | None = None
+    config: OptFile = None
     """A JSON config file (as written to RUN/config.json); command-line options override it."""
     print_config: bool = False
     """Print the resolved config as JSON and exit."""
     seed: int = 0
     """Seed of environments, agent, loop and teacher."""
-    trajectory_path: str | None = None
+    trajectory_path: OptFile = None
     """Offline mode: learn only a reward, from clips of this trajectory file (.npz)."""
-    agent_path: str | None = None
+    agent_path: OptFile = None
     """Warm start: initial policy from this SB3 .zip file."""
-    save_preferences: str | None = None
+    save_preferences: OptFile = None
     """Also copy the final preference dataset (.npz) to this path."""
     final_agent_steps: int = 0
     """After training, train a fresh agent this many steps on the final learned reward and report

@@ -39,13 +39,13 @@ class RewardTrainerConfig:
     grad_accum_steps: int = 1
     """Split each batch into this many chunks whose gradients are accumulated (saves memory)."""
     epochs: float = 3.0
-    """Passes over the training pairs per call to ``train`` (fractions allowed)."""
+    """Passes over the training pairs per call to train() (fractions allowed)."""
     weight_decay: float = 0.0
     """AdamW decoupled weight decay."""
     val_fraction: float = 0.1
     """Share of pairs held out for validation (a stable split by pair id)."""
     adaptive_l2: bool = False
-    """Adapt an L2 penalty per member to keep validation loss within ``l2_band`` x train loss."""
+    """Adapt an L2 penalty per member to keep validation loss within l2_band x train loss."""
     l2_init: float = 0.0
     """Initial L2 coefficient (also the fixed coefficient when not adaptive; 0 disables)."""
     l2_band: tuple[float, float] = (1.1, 1.5)
@@ -61,7 +61,7 @@ class RewardTrainerConfig:
     update_normalization: bool = True
     """Fold newly added fragments into the network's input normalisation before training."""
     max_grad_norm: float | None = None
-    """Clip the gradient norm (``None``: no clipping)."""
+    """Clip the gradient norm (None: no clipping)."""
     seed: int = 0
     """Seed of the trainer's own random generator (batch order, bootstrap)."""
     keep_freed_memory: bool = True
