@@ -85,6 +85,20 @@ def test_bad_requests_get_clean_4xx(server: ThreadServer, tokens) -> None:
     assert post(content=b"{not json", headers={"content-type": "application/json"}).status_code == 422
     big = post(json={"query_id": 1, "answer": "left", "pad": "x" * 100_000})
     assert big.status_code == 413
+
+    def chunks() -> object:  # no Content-Length: the body streams in until it is too large
+        for _ in range(50):
+            yield b"x" * 10_000
+
+    streamed = post(content=chunks(), headers={"content-type": "application/json"})
+    assert streamed.status_code == 413, streamed.text
+    # NaN / Infinity (not JSON, but Python's json writes them): a short 422, never a 500
+    for body in (b'{"query_id": NaN, "answer": "left"}', b'{"query_id": 1, "answer": Infinity}'):
+        r = post(content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 422 and len(r.text) < 600, (body, r.status_code, r.text)
+    js = {"content-type": "application/json"}
+    r = httpx.post(u + "/api/session", content=b'{"token": NaN}', headers=js)
+    assert r.status_code == 422 and "token" in r.json()["detail"], r.text
     for path in (
         "/clips/../labels.db", "/clips/..%2flabels.db", "/clips/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
         "/clips/00000000000000000000000000000000.webm", "/clips/labels.db", "/clips/x.npz",

@@ -23,6 +23,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -53,7 +54,11 @@ class SessionIn(BaseModel):
 
 
 class BodyLimit:
-    """ASGI middleware: 413 for bodies over ``max_bytes`` (by Content-Length or as they stream)."""
+    """ASGI middleware: 413 for bodies over ``max_bytes``, by Content-Length or as they stream.
+
+    The body is read here first (it is small: at most ``max_bytes``) and replayed to the app,
+    so a chunked upload that grows too large is answered 413 before any route sees it.
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -67,25 +72,29 @@ class BodyLimit:
             if k == b"content-length" and (not v.isdigit() or int(v) > self.max_bytes):
                 await _too_large(send, self.max_bytes)
                 return
-        seen = 0
-
-        async def limited() -> Any:
-            nonlocal seen
+        chunks: list[bytes] = []
+        seen, more = 0, True
+        while more:
             msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-            return msg
+            if msg["type"] != "http.request":  # the client went away
+                return
+            chunk = msg.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
+                await _too_large(send, self.max_bytes)
+                return
+            chunks.append(chunk)
+            more = bool(msg.get("more_body", False))
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _too_large(send, self.max_bytes)
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
 
-
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 async def _too_large(send: Send, limit: int) -> None:
@@ -103,6 +112,15 @@ def create_app(
         title="prefrl labelling", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json"
     )
     run_id = store.ensure_run(run) if run is not None else None
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 naming each bad field, never echoing what was sent (NaN cannot be JSON)."""
+        problems = []
+        for e in exc.errors():
+            where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+            problems.append(f"{where}: {e.get('msg', 'invalid')}")
+        return JSONResponse({"detail": "; ".join(problems)[:500]}, status_code=422)
 
     def current_user(request: Request) -> User:
         token = None
