@@ -84,3 +84,42 @@ def test_label_in_browser_by_clicks_and_keys_then_train(tmp_path) -> None:
     r, _ = net.predict(arr.obs, arr.acts, arr.next_obs, arr.dones)
     ret = r.sum(-1)  # [6, 2]
     assert np.array_equal(ret[:, 0] > ret[:, 1], ds.labels > 0.5)
+
+
+def test_page_recovers_when_the_server_goes_down_and_comes_back(tmp_path) -> None:
+    """A click while the server is down shows a message and leaves the page usable; once the
+    server is back (same port) the same query is answered with one more click."""
+    from tests.web.server import Server
+
+    frags = make_fragments(6, seed=2)
+    teacher = StoreTeacher(tmp_path / "labels.db")
+    teacher.submit(frags, np.arange(6).reshape(3, 2)).result()
+    token = teacher.store.add_user("bo")
+    srv = Server(tmp_path / "labels.db").start()
+    try:
+        with sync_api.sync_playwright() as pw:
+            ctx = launch(pw, tmp_path / "chromium-profile")
+            page = ctx.new_page()
+            page.goto(srv.url + "/")
+            page.fill("#token", token)
+            page.click("#signin-form button")
+            page.wait_for_selector("#query:not(.hidden)")
+            qid = page.get_attribute("#query", "data-query-id")
+            srv.kill()  # the server dies while the labeller looks at the clips
+            page.click("#btn-left")
+            page.wait_for_function(
+                "() => document.getElementById('message').textContent.includes('Cannot reach the server')"
+            )
+            assert page.inner_text("#labelled") == "0"
+            page.click("#btn-left")  # not frozen: a second try is made (and fails the same way)
+            page.wait_for_timeout(300)
+            assert "not saved" in page.inner_text("#message")
+            srv = Server(tmp_path / "labels.db", srv.port).start()  # back, on the same address
+            page.click("#btn-left")
+            page.wait_for_function("() => document.getElementById('labelled').textContent === '1'")
+            page.wait_for_function(f"() => document.getElementById('query').dataset.queryId !== '{qid}'")
+            ctx.close()
+    finally:
+        srv.kill()
+    rows = teacher.store.engine.connect().exec_driver_sql("SELECT query_id, answer FROM labels").all()
+    assert rows == [(int(qid), "left")]

@@ -50,7 +50,8 @@ COMMON_JS = """
 async function api(method, path, body) {
   const opts = { method, credentials: 'same-origin', headers: {} };
   if (body !== undefined) { opts.headers['Content-Type'] = 'application/json'; opts.body = JSON.stringify(body); }
-  const r = await fetch(path, opts);
+  let r;
+  try { r = await fetch(path, opts); } catch (e) { return { status: 0, data: null }; }  // server unreachable
   let data = null;
   try { data = await r.json(); } catch (e) { data = null; }
   return { status: r.status, data };
@@ -130,8 +131,10 @@ function show(q) {
   shownAt = performance.now();
 }
 function counts(d) { if (d.labelled !== undefined) setText('labelled', d.labelled); if (d.queue !== undefined) setText('queue', d.queue); }
+const OFFLINE = 'Cannot reach the server; retrying every few seconds.';
 async function next() {
   const r = await api('GET', '/api/queries/next');
+  if (r.status === 0) { setText('message', OFFLINE); return; }
   if (r.status === 401) { showSignin(start); return; }
   if (r.status !== 200) { setText('message', 'server error ' + r.status); return; }
   counts(r.data); show(r.data);
@@ -140,8 +143,12 @@ async function answer(a) {
   if (!current || current.query_id === null || busy) return;
   busy = true;
   const body = { query_id: current.query_id, answer: a, response_ms: Math.round(performance.now() - shownAt) };
-  const r = await api('POST', '/api/labels', body);
-  busy = false;
+  let r;
+  try { r = await api('POST', '/api/labels', body); } finally { busy = false; }
+  if (r.status === 0) {  // keep the clips on screen: the same answer can be given again
+    setText('message', 'Cannot reach the server: this answer was not saved. Answer again once it is back.');
+    return;
+  }
   if (r.status === 201) { setText('message', ''); counts(r.data); }
   else if (r.status === 401) { showSignin(start); return; }
   else { setText('message', (r.data && r.data.detail) || ('error ' + r.status)); }
@@ -149,7 +156,10 @@ async function answer(a) {
 }
 async function status() {
   const r = await api('GET', '/api/status');
+  if (r.status === 0) { if (!document.getElementById('message').textContent) setText('message', OFFLINE); return; }
   if (r.status !== 200) return;
+  const m = document.getElementById('message').textContent;
+  if (m === OFFLINE || m.startsWith('Cannot reach the server')) setText('message', 'Connected again.');
   counts(r.data);
   if (r.data.episode && r.data.episode !== episodeUrl) {
     episodeUrl = r.data.episode; const e = document.getElementById('episode');
