@@ -150,7 +150,10 @@ def test_ctrl_c_prints_the_resume_command_not_a_traceback(tmp_path: Path) -> Non
            "--loop.total-steps", "40000", "--loop.iterations", "40", "--loop.initial-steps", "200",
            "--loop.total-labels", "10", "--loop.fragment-length", "10", "--trainer.epochs", "1",
            "--agent.algo", "ppo", "--agent.n-steps", "64", "--agent.batch-size", "64"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a shell running the tests in the background ignores SIGINT for its children: undo that, as a
+    # terminal's Ctrl-C reaches a foreground process
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     try:
         deadline, latest = time.time() + 120, run / "checkpoints" / "LATEST"
         while not latest.exists() and time.time() < deadline and proc.poll() is None:

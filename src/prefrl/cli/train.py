@@ -110,8 +110,9 @@ class RewardNetConfig:
     """Reward reads the next observation (CNN: stacked onto the current image along channels)."""
     use_done: bool = False
     """Reward reads the terminal flag."""
-    output: Literal["linear", "tanh"] = "linear"
-    """Per-step reward output: linear (unbounded) or tanh (bounded to (-1, 1), as in B-Pref)."""
+    output: Literal["linear", "tanh"] = "tanh"
+    """Per-step reward output: tanh (bounded to (-1, 1), as in B-Pref: a state no label covers cannot
+    pay more than the states the labels favour) or linear (unbounded). See docs/core.md."""
 
     def build(self, obs_space: Any, act_space: Any) -> RewardNet:
         kind = self.kind
