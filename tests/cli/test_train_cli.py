@@ -45,6 +45,7 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
         assert path_opt in text, path_opt  # a metavar naming what to pass, not {None}|STR
     assert "``" not in text  # no raw reStructuredText markup
 
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

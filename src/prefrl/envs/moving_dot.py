@@ -128,4 +128,3 @@ class MovingDotEnv(gym.Env[np.ndarray, np.int64]):
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         return self._image() if self.render_mode == "rgb_array" else None
-
