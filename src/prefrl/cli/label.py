@@ -37,15 +37,25 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="start the labelling web app (default)")
     _store_args(s)
     s.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (0.0.0.0 for a team; put TLS in front)"
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1; 0.0.0.0 for a team, with TLS in front)",
     )
-    s.add_argument("--port", type=int, default=8000, help="TCP port")
+    s.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
     s.add_argument("--run", default=None, help="only serve this run's queries (default: every run)")
-    s.add_argument("--max-body", type=int, default=16_384, help="largest request body accepted, in bytes")
     s.add_argument(
-        "--lease", type=float, default=30.0, help="seconds a shown query is reserved for its labeller"
+        "--max-body",
+        type=int,
+        default=16_384,
+        help="largest request body accepted, in bytes (default: 16384)",
     )
-    s.add_argument("--log-level", default="warning", help="uvicorn log level")
+    s.add_argument(
+        "--lease",
+        type=float,
+        default=30.0,
+        help="seconds a shown query is reserved for its labeller (default: 30)",
+    )
+    s.add_argument("--log-level", default="warning", help="uvicorn log level (default: warning)")
     a = sub.add_parser("add-user", help="create a labeller and print its sign-in token")
     _store_args(a)
     a.add_argument("name", help="labeller name (unique)")
@@ -55,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
     _store_args(u)
     e = sub.add_parser("export", help="write every label (with clip provenance) as CSV or JSON")
     _store_args(e)
-    e.add_argument("--format", choices=("csv", "json"), default="csv", help="output format")
+    e.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default: csv)")
     e.add_argument("--out", default="-", help="output file ('-': standard output)")
     e.add_argument("--run", default=None, help="only this run's labels")
     return p
