@@ -88,7 +88,7 @@ def test_existing_run_dir_needs_force_and_resume_needs_same_config(
     (run / "config.json").write_text(json.dumps(cfg))
     assert main(["train", "--resume", str(run), "--loop.total-labels", "99"]) == 2
     err = capsys.readouterr().err
-    assert "differ from the run's config.json" in err and "loop" in err
+    assert "--loop.total-labels 20 -> 99" in err and "the run's config.json has the first value" in err
     (run / "config.json").write_text("{not json")
     assert main(["train", "--resume", str(run)]) == 2
     assert "corrupt run config" in capsys.readouterr().err

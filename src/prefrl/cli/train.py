@@ -248,6 +248,19 @@ def _flag_value(argv: list[str], flag: str) -> str | None:
     return None
 
 
+def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "--") -> list[str]:
+    """``["--loop.total-labels 20 -> 99", ...]`` for every leaf option that differs."""
+    out = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        name = prefix + k.replace("_", "-")
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, name + ".")
+        elif a != b:
+            out.append(f"{name} {json.dumps(a)} -> {json.dumps(b)}")
+    return out
+
+
 def parse_args(argv: list[str]) -> TrainConfig:
     """Command line (over ``--config FILE`` or a resumed run's config) -> :class:`TrainConfig`."""
     default = TrainConfig()
@@ -262,11 +275,14 @@ def parse_args(argv: list[str]) -> TrainConfig:
     if resume is not None:
         cfg.resume, cfg.run_dir = resume, resume
         stored, now = config_to_dict(default), config_to_dict(cfg)
-        diff = sorted(k for k in now if k not in IGNORED_ON_RESUME and now[k] != stored[k])
+        diff = _differences(
+            {k: v for k, v in stored.items() if k not in IGNORED_ON_RESUME},
+            {k: v for k, v in now.items() if k not in IGNORED_ON_RESUME},
+        )
         if diff:
             raise ValueError(
-                f"--resume {resume}: options {diff} differ from the run's config.json; a run resumes "
-                "with its own config (start a new run directory to change them)"
+                f"--resume {resume}: {'; '.join(diff)} (the run's config.json has the first value); a "
+                "run resumes with its own config (start a new run directory to change them)"
             )
     return cfg
 
