@@ -56,6 +56,8 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
         (["--agent.algo", "dpg"], "unknown agent 'dpg'"),
         (["--teacher", "web"], "--store"),
         (["--loop.active-selection", "--reward.ensemble-size", "1"], "needs --reward.ensemble-size >= 2"),
+        (["--loop.seed", "3"], "--loop.seed is set from --seed"),
+        (["--trainer.seed=3"], "--trainer.seed is set from --seed"),
         (["--env.id", "CartPole-v1", "--reward.kind", "cnn"], "needs uint8 image observations"),
     ],
 )

@@ -264,6 +264,9 @@ def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "--") -
 def parse_args(argv: list[str]) -> TrainConfig:
     """Command line (over ``--config FILE`` or a resumed run's config) -> :class:`TrainConfig`."""
     default = TrainConfig()
+    for flag in ("--loop.seed", "--trainer.seed"):
+        if any(a == flag or a.startswith(flag + "=") for a in argv):
+            raise ValueError(f"{flag} is set from --seed (one seed for env, agent, loop, trainer)")
     resume, cfg_file = _flag_value(argv, "--resume"), _flag_value(argv, "--config")
     if resume is not None:
         default = config_from_dict(
