@@ -112,6 +112,21 @@ def test_rollouts_then_offline_reward_learning(tmp_path: Path, capsys: pytest.Ca
     rep = json.loads((run / "report.json").read_text())
     assert rep["labels_used"] == 40 and "policy" not in rep["files"]
     assert rep["reward_accuracy"] > 0.7  # the learned reward ranks fresh clips like the true one
+    # with the progress bar: it counts reward updates (no environment steps happen offline), and
+    # the default run directory is named for what ran (no agent trains)
+    capsys.readouterr()
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["train", *args]) == 0
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err
+    assert "2/2" in err and "iteration" in err and "/15000" not in err
+    [made] = list((tmp_path / "runs").iterdir())
+    assert made.name.startswith("Pendulum-v1-offline-")
 
 
 def test_evaluate_needs_a_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -322,7 +322,8 @@ def prepare_run_dir(cfg: TrainConfig) -> Path:
             raise FileNotFoundError(f"--resume {run}: not a run directory (no config.json)")
         return run
     if cfg.run_dir is None:
-        cfg.run_dir = f"runs/{cfg.env.id.replace('/', '_')}-{cfg.agent.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+        kind = "offline" if cfg.trajectory_path is not None else cfg.agent.algo  # offline: no agent trains
+        cfg.run_dir = f"runs/{cfg.env.id.replace('/', '_')}-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
     run = Path(cfg.run_dir)
     if run.exists() and any(run.iterdir()):
         if not cfg.force:

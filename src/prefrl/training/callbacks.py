@@ -38,19 +38,27 @@ class ProgressBar(LoopCallback):
     def __init__(self, disable: bool = False) -> None:
         self.disable = disable
         self.bar: Any = None
+        self.offline = False
 
     def on_start(self, loop: Any) -> None:
-        self.bar = tqdm(total=loop.config.total_steps, unit="step", disable=self.disable, dynamic_ncols=True)
-        self.bar.update(loop.env_steps)
+        # offline (no agent, no environment steps): the bar counts reward-update iterations
+        self.offline = getattr(loop, "agent", None) is None
+        total = loop.config.iterations if self.offline else loop.config.total_steps
+        unit = "iteration" if self.offline else "step"
+        self.bar = tqdm(total=total, unit=unit, disable=self.disable, dynamic_ncols=True)
+        self.bar.update(self._done(loop))
+
+    def _done(self, loop: Any) -> int:
+        return int(loop.iteration if self.offline else loop.env_steps)
 
     def on_env_steps(self, loop: Any, env_steps: int) -> None:
-        if self.bar is not None and env_steps > self.bar.n:
+        if self.bar is not None and not self.offline and env_steps > self.bar.n:
             self.bar.update(env_steps - self.bar.n)
 
     def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> None:
         if self.bar is None:
             return
-        self.bar.update(loop.env_steps - self.bar.n)
+        self.bar.update(self._done(loop) - self.bar.n)
         post = {"labels": len(loop.dataset)}
         if "rollout/true_return" in metrics:
             post["true_return"] = round(metrics["rollout/true_return"], 1)
