@@ -62,6 +62,11 @@ def test_kill_and_resume_loses_no_label(tmp_path: Path) -> None:
 
     report = json.loads((run / "report.json").read_text())
     assert report["env_steps"] == 700 and (run / "policy.zip").exists()
+    # metrics.csv accounts for every query asked, also those of an iteration the kill cut short
+    import csv
+
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    assert sum(float(r.get("labels/asked") or 0) for r in rows) == 10, [r.get("labels/asked") for r in rows]
 
     # a corrupt checkpoint is a clear error, not a silent restart
     ckpt = broken / "checkpoints" / (broken / "checkpoints" / "LATEST").read_text().strip()

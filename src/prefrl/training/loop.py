@@ -236,6 +236,9 @@ class PreferenceLoop:
         self._episodes: list[TrajectoryBatch] = []
         self._labels_since_train = 0
         self._tie_warned = False
+        # label counts of the current iteration's queries, kept with the labels (not the checkpoint)
+        # so that an iteration re-run after a crash still reports the queries it had asked
+        self._iteration_labels: dict[str, float] = {}
 
     # ------------------------------------------------------------------ views
     @property
@@ -441,7 +444,13 @@ class PreferenceLoop:
         if self.run_dir is None or self.ckpt is None:
             return
         self.dataset.save(self.run_dir / "preferences.npz")
-        self.ckpt.write_labels_state({"queries_asked": self.state.queries_asked, "labels": len(self.dataset)})
+        self._write_labels_state()
+
+    def _write_labels_state(self) -> None:
+        if self.ckpt is None:
+            return
+        self.ckpt.write_labels_state({"queries_asked": self.state.queries_asked, "labels": len(self.dataset),
+                                      "iteration_labels": self._iteration_labels})  # fmt: skip
 
     def _wait_for_labels(self) -> None:
         """Block (with a status line) until an async teacher gives the first answer."""
@@ -465,7 +474,12 @@ class PreferenceLoop:
         target = int(self.alloc[: i + 1].sum())
         due = max(0, target - self.state.queries_asked)
         if due:
-            m.update(self._query(due, batch))
+            asked = self._query(due, batch)
+            m.update(asked)
+            self._iteration_labels = {"iteration": float(i), **asked}
+            self._write_labels_state()
+        elif self._iteration_labels.get("iteration") == i:  # asked before a crash, this iteration
+            m.update({k: v for k, v in self._iteration_labels.items() if k.startswith("labels/")})
         if self.is_async:
             self._poll()
             if len(self.dataset) == 0:
@@ -596,6 +610,8 @@ class PreferenceLoop:
         labels_state = self.ckpt.read_labels_state()
         if labels_state is not None:
             s.queries_asked = max(s.queries_asked, int(labels_state["queries_asked"]))
+            kept = labels_state.get("iteration_labels", {})
+            self._iteration_labels = {k: float(v) for k, v in kept.items()}
         self.rng.bit_generator.state = state["rng"]
         n_ckpt = len(PreferenceDataset.load(path / "preferences.npz"))
         self._labels_since_train = int(state.get("labels_since_train", 0)) + max(
