@@ -75,9 +75,7 @@ EXCLUDED: dict[str, str] = {
     "pip install": "installs software (into the current or another virtual environment)",
     "python -m venv": "creates a virtual environment (an install step)",
     "bash .ci/run": "CI from nothing: installs Chromium and the package, lints, then runs the whole suite",
-    "apt-get install": "installs system packages (needs root and the network)",
     "scripts/postgres.sh": "starts a PostgreSQL server (installs Debian's package as root); .ci/run runs it",
-    "PREFRL_TEST_POSTGRES_URL=": "the PostgreSQL test run needs the local server set up by the lines above",
     "@db.example/": "a team deployment: a PostgreSQL server at a placeholder host and a shared clip mount",
     "--teacher web": "waits for people to answer in the browser (the web teacher has no simulated labeller)",
 }
