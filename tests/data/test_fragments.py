@@ -76,3 +76,20 @@ def test_random_pairs_are_distinct():
     assert p.shape == (1000, 2) and (p[:, 0] != p[:, 1]).all() and p.max() < 5
     with pytest.raises(ValueError):
         random_pairs(1, 3, np.random.default_rng(0))
+
+
+def test_distinct_pairs_drop_self_pairs_and_repeats_by_window() -> None:
+    from prefrl.data import distinct_pairs
+
+    b = make_batch([6, 6])
+    rng = np.random.default_rng(0)
+    frags, _ = sample_fragments(b, 200, 3, rng)  # 8 windows, 200 draws: many repeats
+    pairs = np.arange(200).reshape(100, 2)
+    kept = distinct_pairs(frags, pairs)
+    win = list(zip(frags.episode.tolist(), frags.start.tolist()))
+    keys = [frozenset((win[a], win[c])) for a, c in kept]
+    assert all(win[a] != win[c] for a, c in kept)  # no clip against itself
+    assert len(keys) == len(set(keys))  # no pair twice, in either order
+    all_keys = {frozenset((win[a], win[c])) for a, c in pairs if win[a] != win[c]}
+    assert set(keys) == all_keys  # and nothing else is dropped
+    assert 0 < len(kept) < 100

@@ -5,6 +5,7 @@ from prefrl.data.fragments import (
     FragmentArrays,
     Fragments,
     SampleReport,
+    distinct_pairs,
     random_pairs,
     sample_fragments,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "SampleReport",
     "Trajectory",
     "TrajectoryBatch",
+    "distinct_pairs",
     "random_pairs",
     "sample_fragments",
     "validate_labels",

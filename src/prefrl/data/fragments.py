@@ -341,6 +341,26 @@ def sample_fragments(
     return frags, SampleReport(episodes=len(batch), short_episodes=short, windows=total)
 
 
+def distinct_pairs(fragments: Fragments, pairs: np.ndarray) -> np.ndarray:
+    """``pairs [P, 2]`` without self-pairs and repeats, judged by the windows the clips show.
+
+    Two fragments are the same clip when they start at the same step of the same episode
+    (windows sampled with replacement can repeat); a pair of a clip with itself teaches
+    nothing, and a pair asked twice in one batch wastes a label. Order is kept; ``(a, b)``
+    and ``(b, a)`` count as one pair.
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if not len(pairs):
+        return pairs
+    window = fragments.episode.astype(np.int64) * (int(fragments.start.max()) + 1) + fragments.start
+    a, b = window[pairs[:, 0]], window[pairs[:, 1]]
+    keys = np.stack([np.minimum(a, b), np.maximum(a, b)], 1)
+    _, first = np.unique(keys, axis=0, return_index=True)
+    keep = np.zeros(len(pairs), bool)
+    keep[first] = True
+    return pairs[keep & (a != b)]
+
+
 def random_pairs(n_fragments: int, n_pairs: int, rng: np.random.Generator) -> np.ndarray:
     """``[n_pairs, 2]`` random pairs of distinct fragment indices."""
     if n_fragments < 2:

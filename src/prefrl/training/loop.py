@@ -44,7 +44,7 @@ from prefrl.agents.sb3 import (
     write_buffer_rewards,
 )
 from prefrl.data.dataset import PreferenceDataset
-from prefrl.data.fragments import Fragments, sample_fragments, window_counts
+from prefrl.data.fragments import Fragments, distinct_pairs, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.learned_reward import LearnedReward
 from prefrl.rewards.io import load_reward_net, save_reward_net
@@ -394,12 +394,19 @@ class PreferenceLoop:
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
         self._fit_fragment_length(batch)
         n_end = round(n_frag * self._end_clip_frac()) if batch.terminated.any() else 0
-        frags, _ = sample_fragments(batch, n_frag - n_end, c.fragment_length, self.rng)
+        # distinct windows where the batch has enough (a clip paired with itself teaches nothing)
+        n_uni, n_win = n_frag - n_end, int(window_counts(batch, c.fragment_length).sum())
+        frags, _ = sample_fragments(batch, n_uni, c.fragment_length, self.rng, replace=n_win < n_uni)
         if n_end:
-            ends, _ = sample_fragments(batch, n_end, c.fragment_length, self.rng, only_ends=True)
+            n_win_end = int(window_counts(batch, c.fragment_length, only_ends=True).sum())
+            ends, _ = sample_fragments(batch, n_end, c.fragment_length, self.rng, only_ends=True,
+                                       replace=n_win_end < n_end)  # fmt: skip
             frags = Fragments.concat([frags, ends])
         perm = self.rng.permutation(n_frag)
         cand = perm[: 2 * n_cand].reshape(-1, 2) if n_frag >= 2 * n_cand else perm[:2].reshape(1, 2)
+        cand = distinct_pairs(frags, cand)  # no clip against itself, no pair twice
+        if not len(cand):
+            return {"labels/asked": 0.0}
         if c.active_selection and len(self.dataset):
             selector: Any = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)  # type: ignore[arg-type]
         else:
