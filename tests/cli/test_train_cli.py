@@ -212,3 +212,11 @@ def test_missing_optional_dependency_is_one_line(tmp_path: Path, capsys: pytest.
     assert "needs a package that is not installed" in err and 'pip install "foosim"' in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("env_id", "want"), [("CartPole-v1", "tanh"), ("Pendulum-v1", "linear")])
+def test_auto_reward_output_is_bounded_where_episodes_terminate(env_id: str, want: str) -> None:
+    cfg = train_cli.TrainConfig()
+    cfg.env.id = env_id
+    assert cfg.reward.output == "auto"
+    assert train_cli.resolve_reward_output(cfg, {}) == want

@@ -110,9 +110,11 @@ class RewardNetConfig:
     """Reward reads the next observation (CNN: stacked onto the current image along channels)."""
     use_done: bool = False
     """Reward reads the terminal flag."""
-    output: Literal["linear", "tanh"] = "tanh"
+    output: Literal["auto", "linear", "tanh"] = "auto"
     """Per-step reward output: tanh (bounded to (-1, 1), as in B-Pref: a state no label covers cannot
-    pay more than the states the labels favour) or linear (unbounded). See docs/core.md."""
+    pay more than the states the labels favour), linear (unbounded), or auto: tanh when random actions
+    end an episode by termination within the first --loop.initial-steps steps, else linear (written
+    to config.json as the one chosen). See docs/core.md."""
 
     def build(self, obs_space: Any, act_space: Any) -> RewardNet:
         kind = self.kind
@@ -362,6 +364,8 @@ def build_run(cfg: TrainConfig) -> Run:
     if not offline:
         check_agent_space(cfg.agent.algo, act_space)
         cfg.agent.algo = resolve_algo(cfg.agent.algo, act_space)  # config.json names the real agent
+    if cfg.reward.output == "auto" and cfg.resume is None:  # config.json names the output used
+        cfg.reward.output = resolve_reward_output(cfg, env_kwargs)
     lp = cfg.loop
     if lp.active_selection and cfg.reward.ensemble_size < 2 and lp.uncertainty_measure != "entropy":
         raise ValueError(
@@ -401,6 +405,25 @@ def build_run(cfg: TrainConfig) -> Run:
                           side_env=side_env, run_dir=run, logger=logger, callbacks=callbacks,
                           config_hash=_hash(cfg))  # fmt: skip
     return Run(loop, run, logger, env_kwargs)
+
+
+def resolve_reward_output(cfg: TrainConfig, env_kwargs: dict[str, Any]) -> Literal["linear", "tanh"]:
+    """``--reward.output auto``: tanh where random actions reach a termination (a fall, a goal)
+    within ``--loop.initial-steps`` steps, linear where they only meet time limits.
+
+    Measured (docs/benchmarks.md): the bounded output fixed InvertedPendulum and Hopper and left
+    CartPole, Acrobot and the double pendulum at the oracle's level; on HalfCheetah, which never
+    terminates, the linear output scored higher.
+    """
+    from prefrl.agents.rollout import collect_episodes
+
+    env = make_env(cfg.env.id, env_kwargs)
+    try:
+        steps = max(1, min(cfg.loop.initial_steps, 2000))
+        batch = collect_episodes(env, n_steps=steps, seed=cfg.seed + 31)
+    finally:
+        env.close()
+    return "tanh" if bool(np.any(batch.terminated)) else "linear"
 
 
 def log_agent(agent: Any, run_dir: Path) -> None:
