@@ -49,6 +49,11 @@ def test_kill_and_resume_loses_no_label(tmp_path: Path) -> None:
         proc.wait(30)
     before = PreferenceDataset.load(run / "preferences.npz")
     assert len(before) >= 4
+    import json
+
+    ckpt_dir = run / "checkpoints" / (run / "checkpoints" / "LATEST").read_text().strip()
+    wall_before = json.loads((ckpt_dir / "state.json").read_text())["wall_s"]
+    assert wall_before > 0
     broken = tmp_path / "broken"
     shutil.copytree(run, broken)
     res = subprocess.run(_cli("--resume", str(run)), capture_output=True, text=True, timeout=600)
@@ -58,10 +63,11 @@ def test_kill_and_resume_loses_no_label(tmp_path: Path) -> None:
     np.testing.assert_array_equal(after.pair_ids[idx], before.pair_ids)  # every label survived
     np.testing.assert_array_equal(after.labels[idx], before.labels)
     assert len(after) == 10  # and the budget was not asked twice
-    import json
 
     report = json.loads((run / "report.json").read_text())
     assert report["env_steps"] == 700 and (run / "policy.zip").exists()
+    # the time taken counts the first process's training too, not only the resumed one
+    assert report["resumed"] and report["wall_s"] >= report["train_wall_s"] > wall_before
     # metrics.csv accounts for every query asked, also those of an iteration the kill cut short
     import csv
 

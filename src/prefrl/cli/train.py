@@ -473,9 +473,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         else:
             r.logger.truncate(loop.env_steps)
             log_agent(loop.agent, r.run_dir)  # the agent was rebuilt from the checkpoint
-    cpu0 = time.process_time()
+    cpu0, t_run = time.process_time(), time.perf_counter()
     loop.run()
     train_cpu = time.process_time() - cpu0
+    setup_s, t_after = t_run - t0, time.perf_counter()
     r.logger.close()
     report: dict[str, Any] = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
     report["labels_used"] = len(loop.dataset)
@@ -494,7 +495,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         report["fresh_agent_true_return"] = train_fresh_agent(cfg, loop.net, r)
     report["train_wall_s"] = loop.state.wall_s
     report["train_cpu_s"] = train_cpu  # this process only (since the last resume)
-    report["wall_s"] = time.perf_counter() - t0
+    # training time of every process of the run (resumes included) plus this one's set-up and evaluation
+    report["wall_s"] = loop.state.wall_s + setup_s + (time.perf_counter() - t_after)
+    report["resumed"] = cfg.resume is not None
     report["files"] = {
         "config": str(r.run_dir / "config.json"), "reward": str(r.run_dir / "reward.safetensors"),
         "preferences": str(r.run_dir / "preferences.npz"), "metrics": str(r.run_dir / "metrics.csv"),
@@ -538,7 +541,8 @@ def format_report(rep: dict[str, Any]) -> str:
         lines.append(f"labels that were ties       : {ties:.0%}")
         if ties >= TIE_WARN:
             lines += ["", "warning: most labels were ties. " + TIE_HINT]
-    lines.append(f"time taken                  : {rep['wall_s']:.0f} s")
+    resumed = " (all processes of the run, resumes included)" if rep.get("resumed") else ""
+    lines.append(f"time taken                  : {rep['wall_s']:.0f} s{resumed}")
     lines.append(f"run directory               : {rep['run_dir']}")
     lines += [f"  {k:<12} {v}" for k, v in rep["files"].items()]
     return "\n".join(lines)
