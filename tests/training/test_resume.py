@@ -98,3 +98,36 @@ def test_trainer_state_is_saved_without_pickle(tmp_path) -> None:  # type: ignor
     (tmp_path / "bad.safetensors").write_bytes(b"\x00" * 20)
     with pytest.raises(ValueError, match=r"bad\.safetensors"):
         load_tensor_state(tmp_path / "bad.safetensors")
+
+
+def test_kill_before_the_first_checkpoint_keeps_every_label(tmp_path: Path) -> None:
+    """Killed during the first iteration (labels given, no checkpoint yet): the resumed run starts
+    over but keeps those labels and asks none of them again."""
+    run = tmp_path / "run"
+    slow_first = [*ARGS, "--trainer.epochs", "600"]  # the first reward training takes seconds
+    proc = subprocess.Popen(_cli("--run-dir", str(run), *slow_first), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    prefs, latest = run / "preferences.npz", run / "checkpoints" / "LATEST"
+    deadline = time.time() + 300
+    try:
+        while time.time() < deadline and proc.poll() is None and not prefs.exists():
+            time.sleep(0.05)
+        time.sleep(0.3)  # (the file is written by rename: complete once it exists)
+        assert proc.poll() is None and not latest.exists(), "no window between the labels and the checkpoint"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    assert not latest.exists()
+    before = PreferenceDataset.load(prefs)
+    assert len(before) >= 1
+    res = subprocess.run(_cli("--resume", str(run)), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert f"starting over with the {len(before)} labels" in res.stderr
+    after = PreferenceDataset.load(prefs)
+    idx = np.searchsorted(after.pair_ids, before.pair_ids)
+    np.testing.assert_array_equal(after.pair_ids[idx], before.pair_ids)
+    np.testing.assert_array_equal(after.labels[idx], before.labels)
+    import json
+
+    report = json.loads((run / "report.json").read_text())
+    assert len(after) == 10 and report["queries_asked"] == 10  # the budget, each label asked once

@@ -469,7 +469,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         algo = cfg.agent.algo
         venv = loop.agent.get_env() if loop.agent is not None else None
         if not loop.load_checkpoint(lambda p: load_agent(algo, p, venv, cfg.agent.device)):
-            print(f"{r.run_dir}: no checkpoint yet, starting from the beginning", file=sys.stderr)
+            print(f"{r.run_dir}: no checkpoint yet: starting over with the {len(loop.dataset)} labels "
+                  "given so far (none is asked again)", file=sys.stderr)  # fmt: skip
         else:
             r.logger.truncate(loop.env_steps)
             log_agent(loop.agent, r.run_dir)  # the agent was rebuilt from the checkpoint

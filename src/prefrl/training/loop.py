@@ -577,6 +577,22 @@ class PreferenceLoop:
         self.ckpt.commit(path, state)
         return path
 
+    def _restore_labels_only(self) -> None:
+        """No checkpoint yet (killed during the first iteration): the run starts over, but with
+        every label given so far (``RUN/preferences.npz``) and its count of queries asked, so no
+        label is lost and none is asked again."""
+        assert self.ckpt is not None and self.run_dir is not None
+        prefs = self.run_dir / "preferences.npz"
+        if prefs.exists():
+            self.dataset = PreferenceDataset.load(prefs)
+            self.dataset.max_size = self.config.comparison_queue_size
+            if self.dataset.fragments is not None:
+                self.config.fragment_length = self.dataset.fragments.length
+            self._labels_since_train = len(self.dataset)
+        labels_state = self.ckpt.read_labels_state()
+        if labels_state is not None:
+            self.state.queries_asked = max(len(self.dataset), int(labels_state["queries_asked"]))
+
     def load_checkpoint(self, agent_loader: Any = None) -> bool:
         """Restore the latest checkpoint of ``run_dir`` (returns False when there is none).
 
@@ -586,6 +602,7 @@ class PreferenceLoop:
         assert self.ckpt is not None and self.run_dir is not None
         path = self.ckpt.latest()
         if path is None:
+            self._restore_labels_only()
             return False
         state = self.ckpt.read_state(path)
         if self.config_hash and state.get("config_hash") not in ("", self.config_hash):
