@@ -64,26 +64,31 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = plt.subplots(figsize=(10.0, 5.0))
     keys = sorted({(r["env"], options(r)) for r in results})
-    for i, (env, opts) in enumerate(keys):
+    envs = sorted({env for env, _ in keys})
+    opt_sets = sorted({opts for _, opts in keys})
+    markers = "os^Dvpx*<>h"
+    for env, opts in keys:
         rs = sorted((r for r in results if (r["env"], options(r)) == (env, opts)), key=lambda r: r["labels"])
-        color = f"C{i}"
+        color = f"C{envs.index(env) % 10}"  # one colour per environment,
+        k = opt_sets.index(opts)  # one marker and line style per set of options
+        style = dict(color=color, marker=markers[k % len(markers)], ls="-" if k % 2 == 0 else "--")
         name = f"{env} ({rs[0]['agent']}{', ' + opts if opts else ''})"
-        ax.plot([r["labels"] for r in rs], [r["median_normalized_score"] for r in rs], "o-", color=color,
-                label=name)  # fmt: skip
+        ax.plot([r["labels"] for r in rs], [r["median_normalized_score"] for r in rs], label=name, **style)
         for r in rs:
-            ax.scatter([r["labels"]] * len(r["scores"]), r["scores"], s=12, color=color, alpha=0.4)
+            ax.scatter([r["labels"]] * len(r["scores"]), r["scores"], s=12, color=color, alpha=0.35,
+                       marker=style["marker"])  # fmt: skip
     ax.axhline(0.9, color="grey", ls="--", lw=0.8)
     ax.axhline(0.0, color="grey", lw=0.5)
     ax.set_xscale("log")
     ax.set_xlabel("labels (comparisons)")
     ax.set_ylabel("score: (learned - random) / (true reward - random)")
     ax.set_title("Agent trained on the learned reward vs on the true reward")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
