@@ -24,6 +24,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def signed_in(pw, tmp_path, url: str, token: str):  # type: ignore[no-untyped-def]
+    """A fresh Chromium profile with the labelling page open and signed in: ``(context, page)``."""
+    ctx = launch(pw, tmp_path / "chromium-profile")
+    page = ctx.new_page()
+    page.goto(url + "/")
+    page.fill("#token", token)
+    page.click("#signin-form button")
+    return ctx, page
+
+
 def test_label_in_browser_by_clicks_and_keys_then_train(tmp_path) -> None:
     frags = make_fragments(12, seed=1)
     pairs = np.arange(12).reshape(6, 2)
@@ -35,11 +45,7 @@ def test_label_in_browser_by_clicks_and_keys_then_train(tmp_path) -> None:
     srv = ThreadServer(tmp_path / "labels.db").start()
     try:
         with sync_api.sync_playwright() as pw:
-            ctx = launch(pw, tmp_path / "chromium-profile")
-            page = ctx.new_page()
-            page.goto(srv.url + "/")
-            page.fill("#token", token)
-            page.click("#signin-form button")
+            ctx, page = signed_in(pw, tmp_path, srv.url, token)
             answered = []
             for k in range(6):
                 page.wait_for_selector("#query:not(.hidden)")
@@ -98,11 +104,7 @@ def test_page_recovers_when_the_server_goes_down_and_comes_back(tmp_path) -> Non
     srv = Server(tmp_path / "labels.db").start()
     try:
         with sync_api.sync_playwright() as pw:
-            ctx = launch(pw, tmp_path / "chromium-profile")
-            page = ctx.new_page()
-            page.goto(srv.url + "/")
-            page.fill("#token", token)
-            page.click("#signin-form button")
+            ctx, page = signed_in(pw, tmp_path, srv.url, token)
             page.wait_for_selector("#query:not(.hidden)")
             qid = page.get_attribute("#query", "data-query-id")
             srv.kill()  # the server dies while the labeller looks at the clips
