@@ -116,7 +116,12 @@ class RewardNetConfig:
     end an episode by termination within the first --loop.initial-steps steps, else linear (written
     to config.json as the one chosen). See docs/core.md."""
 
+    def _output(self) -> str:
+        return "linear" if self.output == "auto" else self.output
+
     def build(self, obs_space: Any, act_space: Any) -> RewardNet:
+        """The network; an unresolved ``output="auto"`` (no environment was probed, see
+        :func:`resolve_reward_output`) builds the linear output."""
         kind = self.kind
         if kind == "auto":
             kind = "cnn" if is_image_space(obs_space) else "mlp"
@@ -135,12 +140,12 @@ class RewardNetConfig:
                                     strides=self.cnn_strides, hidden=self.cnn_hidden)  # fmt: skip
             return CNNReward(
                 obs_space, act_space, ensemble_size=self.ensemble_size, use_act=self.use_act,
-                use_done=self.use_done, use_next_obs=self.use_next_obs, output=self.output, **arch,
+                use_done=self.use_done, use_next_obs=self.use_next_obs, output=self._output(), **arch,
             )  # fmt: skip
         return MLPReward(
             obs_space, act_space, hidden=tuple(self.hidden), ensemble_size=self.ensemble_size,
             use_obs=self.use_obs, use_act=self.use_act, use_next_obs=self.use_next_obs,
-            use_done=self.use_done, output=self.output,
+            use_done=self.use_done, output=self._output(),
         )  # fmt: skip
 
 
