@@ -260,7 +260,7 @@ def sample_fragments(
     *,
     include_ends: bool = True,
     short_episodes: Literal["drop", "error"] = "drop",
-    replace: bool = True,
+    replace: bool | None = True,
     episode_offset: int = 0,
     weights: np.ndarray | None = None,
     only_ends: bool = False,
@@ -280,7 +280,8 @@ def sample_fragments(
         short_episodes: truncated episodes too short for one window are dropped (counted in
             the report) with ``"drop"``, or make this raise with ``"error"``. Terminated
             episodes are never too short.
-        replace: sample windows with replacement.
+        replace: sample windows with replacement; ``None``: without, where there are at least
+            ``n`` windows (no clip drawn twice), with replacement otherwise.
         episode_offset: added to episode indices in the provenance (global episode ids).
         weights: optional ``[n_episodes]`` non-negative weight per window of each episode
             (e.g. to favour episodes that ended); ``None`` = uniform.
@@ -310,6 +311,8 @@ def sample_fragments(
             f"(longest: {int(batch.lengths.max())} steps, none terminated"
             f"{'' if include_ends else ', episode ends excluded'}); use a shorter length"
         )
+    if replace is None:
+        replace = total < n
     if weights is None:
         if not replace and n > total:
             raise ValueError(f"asked for {n} distinct fragments, only {total} windows exist")

@@ -70,7 +70,8 @@ class RewardNet(nn.Module):
         super().__init__()
         self._config: dict[str, Any] = {}
 
-    def _init_absorbing(self, ensemble_size: int, output: str = "linear") -> None:
+    def _init_reward_head(self, ensemble_size: int, output: str = "linear") -> None:
+        """The output squashing (``output``) and the absorbing-state reward ``[E]``, shared by every net."""
         if output not in OUTPUTS:
             raise ValueError(f"unknown reward output {output!r}; choose from {list(OUTPUTS)}")
         self.output = output
@@ -181,7 +182,7 @@ class MLPReward(RewardNet):
         dim = d_obs * (use_obs + use_next_obs) + d_act * use_act + int(use_done)
         self.norm = RunningNorm(dim) if normalize_input else None
         self.mlp = EnsembleMLP(ensemble_size, dim, hidden, 1, activation)
-        self._init_absorbing(ensemble_size, output)
+        self._init_reward_head(ensemble_size, output)
         self._config = {
             "observation_space": space_to_json(observation_space),
             "action_space": space_to_json(action_space),
@@ -333,7 +334,7 @@ class CNNReward(RewardNet):
             n_flat = self.conv(torch.zeros(1, c * e, h, w)).flatten(1).shape[1] // e
         d_vec = flat_dim(action_space) * use_act + int(use_done)
         self.head = EnsembleMLP(e, n_flat + d_vec, hidden, 1, activation)
-        self._init_absorbing(e, output)
+        self._init_reward_head(e, output)
         self.image_shape = (c, h, w)
         self._config = {
             "observation_space": space_to_json(observation_space),
@@ -415,7 +416,7 @@ class ShapedReward(RewardNet):
         d = flat_dim(self.observation_space)
         self.phi_norm = RunningNorm(d)
         self.potential = EnsembleMLP(self.ensemble_size, d, hidden, 1, activation)
-        self._init_absorbing(self.ensemble_size)
+        self._init_reward_head(self.ensemble_size)
         self._config = {
             "base": base.config,
             "gamma": gamma,

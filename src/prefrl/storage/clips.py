@@ -19,6 +19,7 @@ import numpy as np
 
 from prefrl.data.arrays import obs_concat, obs_from_flat_dict, obs_map, obs_to_flat_dict
 from prefrl.data.fragments import Fragments
+from prefrl.rewards.spaces import channels_first
 
 VIDEO_EXT = ".webm"
 CLIP_FORMAT = "prefrl.clip"
@@ -46,7 +47,7 @@ def clip_frames(fragments: Fragments, idx: np.ndarray) -> np.ndarray:
     imgs = obs[fragments.window(idx)]  # [*I, L, ...]
     if imgs.ndim == len(np.shape(idx)) + 3:  # [*I, L, H, W] grey
         imgs = imgs[..., None]
-    if imgs.shape[-1] not in (1, 3) and imgs.shape[-3] < imgs.shape[-1]:  # channel-first (frame stacks too)
+    if imgs.shape[-1] not in (1, 3) and channels_first(imgs.shape[-3:]):  # CHW (frame stacks too)
         imgs = np.moveaxis(imgs, -3, -1)
     if imgs.shape[-1] == 1:
         imgs = np.repeat(imgs, 3, axis=-1)

@@ -395,12 +395,10 @@ class PreferenceLoop:
         self._fit_fragment_length(batch)
         n_end = round(n_frag * self._end_clip_frac()) if batch.terminated.any() else 0
         # distinct windows where the batch has enough (a clip paired with itself teaches nothing)
-        n_uni, n_win = n_frag - n_end, int(window_counts(batch, c.fragment_length).sum())
-        frags, _ = sample_fragments(batch, n_uni, c.fragment_length, self.rng, replace=n_win < n_uni)
+        frags, _ = sample_fragments(batch, n_frag - n_end, c.fragment_length, self.rng, replace=None)
         if n_end:
-            n_win_end = int(window_counts(batch, c.fragment_length, only_ends=True).sum())
             ends, _ = sample_fragments(batch, n_end, c.fragment_length, self.rng, only_ends=True,
-                                       replace=n_win_end < n_end)  # fmt: skip
+                                       replace=None)  # fmt: skip
             frags = Fragments.concat([frags, ends])
         perm = self.rng.permutation(n_frag)
         cand = perm[: 2 * n_cand].reshape(-1, 2) if n_frag >= 2 * n_cand else perm[:2].reshape(1, 2)
@@ -577,21 +575,24 @@ class PreferenceLoop:
         self.ckpt.commit(path, state)
         return path
 
-    def _restore_labels_only(self) -> None:
-        """No checkpoint yet (killed during the first iteration): the run starts over, but with
-        every label given so far (``RUN/preferences.npz``) and its count of queries asked, so no
-        label is lost and none is asked again."""
+    def _restore_labels(self, fallback: Path | None = None) -> None:
+        """Every label given so far (``RUN/preferences.npz``, else ``fallback``), the count of
+        queries asked and the current iteration's label counts (the labels state), which are
+        newer than any checkpoint: no label is lost and none is asked again."""
         assert self.ckpt is not None and self.run_dir is not None
         prefs = self.run_dir / "preferences.npz"
-        if prefs.exists():
-            self.dataset = PreferenceDataset.load(prefs)
+        source = prefs if prefs.exists() else fallback
+        if source is not None:
+            self.dataset = PreferenceDataset.load(source)
             self.dataset.max_size = self.config.comparison_queue_size
-            if self.dataset.fragments is not None:
+            if self.dataset.fragments is not None:  # clips may have been shortened to fit the episodes
                 self.config.fragment_length = self.dataset.fragments.length
-            self._labels_since_train = len(self.dataset)
         labels_state = self.ckpt.read_labels_state()
         if labels_state is not None:
-            self.state.queries_asked = max(len(self.dataset), int(labels_state["queries_asked"]))
+            self.state.queries_asked = max(self.state.queries_asked, int(labels_state["queries_asked"]))
+            kept = labels_state.get("iteration_labels", {})
+            self._iteration_labels = {k: float(v) for k, v in kept.items()}
+        self.state.queries_asked = max(self.state.queries_asked, len(self.dataset))
 
     def load_checkpoint(self, agent_loader: Any = None) -> bool:
         """Restore the latest checkpoint of ``run_dir`` (returns False when there is none).
@@ -601,8 +602,9 @@ class PreferenceLoop:
         """
         assert self.ckpt is not None and self.run_dir is not None
         path = self.ckpt.latest()
-        if path is None:
-            self._restore_labels_only()
+        if path is None:  # killed during the first iteration: start over, with the labels given
+            self._restore_labels()
+            self._labels_since_train = len(self.dataset)
             return False
         state = self.ckpt.read_state(path)
         if self.config_hash and state.get("config_hash") not in ("", self.config_hash):
@@ -618,11 +620,6 @@ class PreferenceLoop:
         blob = load_tensor_state(path / "trainer.safetensors")
         self.trainer.load_state_dict(blob["trainer"])
         torch.set_rng_state(blob["torch_rng"])
-        prefs = self.run_dir / "preferences.npz"
-        self.dataset = PreferenceDataset.load(prefs if prefs.exists() else path / "preferences.npz")
-        self.dataset.max_size = self.config.comparison_queue_size
-        if self.dataset.fragments is not None:  # clips may have been shortened to fit the episodes
-            self.config.fragment_length = self.dataset.fragments.length
         s = self.state
         s.iteration, s.env_steps, s.started = (
             int(state["iteration"]),
@@ -631,11 +628,7 @@ class PreferenceLoop:
         )
         s.wall_s, s.history = float(state["wall_s"]), list(state["history"])
         s.queries_asked = int(state["queries_asked"])
-        labels_state = self.ckpt.read_labels_state()
-        if labels_state is not None:
-            s.queries_asked = max(s.queries_asked, int(labels_state["queries_asked"]))
-            kept = labels_state.get("iteration_labels", {})
-            self._iteration_labels = {k: float(v) for k, v in kept.items()}
+        self._restore_labels(fallback=path / "preferences.npz")
         self.rng.bit_generator.state = state["rng"]
         n_ckpt = len(PreferenceDataset.load(path / "preferences.npz"))
         self._labels_since_train = int(state.get("labels_since_train", 0)) + max(
