@@ -3,6 +3,7 @@ import pytest
 
 from prefrl.data import PreferenceDataset, sample_fragments
 from tests.conftest import make_batch
+from tests.storage.helpers import make_fragments
 
 
 def _data(n_frag=40, seed=0):
@@ -83,3 +84,19 @@ def test_validation_split_is_stable_as_data_grows():
     m2 = ds.validation_mask(0.2)
     np.testing.assert_array_equal(m1, m2[:100])
     assert 0.1 < m2.mean() < 0.3
+
+
+def test_answer_keys_add_each_answer_once_and_survive_save_and_eviction(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    frags = make_fragments(6)
+    ds = PreferenceDataset(max_size=2)
+    pairs = np.array([[0, 1], [2, 3], [4, 5]])
+    rep = ds.add(frags, pairs, np.array([1.0, np.nan, 0.0]), keys=np.array([7, 8, 9]))
+    assert rep.added == 2 and ds.answer_keys.tolist() == [7, 8, 9]  # the skipped answer counts as seen
+    again = ds.add(frags, pairs, np.array([1.0, 1.0, 1.0]), keys=np.array([9, 10, 10]))
+    assert again.added == 1 and ds.labels.tolist() == [0.0, 1.0]  # 9 seen, 10 once
+    ds.add(frags, pairs[:1], np.array([0.5]), keys=np.array([11]))  # evicts the answer of key 9
+    assert len(ds) == 2 and ds.has_keys(np.array([9, 11, 12])).tolist() == [True, True, False]
+    loaded = PreferenceDataset.load(ds.save(tmp_path / "p.npz"))
+    assert loaded.answer_keys.tolist() == [7, 8, 9, 10, 11]
+    with pytest.raises(ValueError, match="keys must have shape"):
+        ds.add(frags, pairs, np.ones(3), keys=np.array([1, 2]))

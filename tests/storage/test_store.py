@@ -56,7 +56,7 @@ def test_fragments_round_trip_through_the_store(backend: Backend) -> None:
     assert uid is None and user is not None
     for qid, answer in ((1, "left"), (2, "equal")):
         t.store.add_label(qid, user.id, answer)
-    [(got, pairs, labels)] = t.poll()
+    [(got, pairs, labels, _)] = t.poll()
     assert labels.tolist() == [1.0, 0.5]
     want = frags.arrays(np.array([[0, 1], [4, 2]]))
     have = got.arrays(pairs)
@@ -76,9 +76,9 @@ def test_poll_returns_each_answer_once_and_all_again_after_restart(backend: Back
     t.store.add_label(2, user.id, "incomparable")
     del t
     again = backend.teacher(run="r1")  # a restarted trainer
-    [(_, _, new)] = again.poll()
+    [(_, _, new, _)] = again.poll()
     assert np.isnan(new).tolist() == [True]
-    [(_, _, everything)] = again.poll(all=True)
+    [(_, _, everything, _)] = again.poll(all=True)
     assert everything[0] == 0.0 and np.isnan(everything[1])
     assert backend.teacher(run="other").poll(all=True) == []
 
@@ -122,7 +122,7 @@ def test_prune_removes_old_unlabelled_clips_only(backend: Backend) -> None:
     after = sorted(p.name for p in t.store.clip_dir.iterdir())
     assert len(after) == 4
     assert t.store.next_query(user.id) is None  # queries on pruned clips expired
-    [(frags, _, labels)] = t.poll(all=True)  # the labelled pair is intact
+    [(frags, _, labels, _)] = t.poll(all=True)  # the labelled pair is intact
     assert labels.tolist() == [1.0] and len(frags) == 2
 
 
@@ -176,5 +176,5 @@ def test_concurrent_labellers_get_distinct_queries_and_every_label_is_kept(backe
     answered = sorted(q for qs in got.values() for q in qs)
     assert answered == list(range(1, 25))  # each query labelled once, none lost
     assert store.queue_length() == 0 and t.pending() == 0
-    [(_, pairs, labels)] = t.poll()
+    [(_, pairs, labels, _)] = t.poll()
     assert len(pairs) == 24 and labels.tolist() == [1.0] * 24

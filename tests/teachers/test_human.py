@@ -74,7 +74,7 @@ def test_store_teacher_encodes_in_the_background(tmp_path) -> None:
     q = t.store.next_query(labeller.id)
     assert q is not None and (t.store.clip_dir / q["left_video"]).stat().st_size > 0
     t.store.add_label(q["query_id"], labeller.id, "left")
-    [(got, got_pairs, labels)] = t.poll()
+    [(got, got_pairs, labels, _)] = t.poll()
     assert labels.tolist() == [1.0]
     np.testing.assert_array_equal(got.arrays(got_pairs).obs[0], want.obs[0])
     t.close()

@@ -75,7 +75,7 @@ class LateTeacher:
     def submit(self, fragments: Fragments, pairs: np.ndarray) -> None:
         self.queue.append([fragments, pairs, 0])
 
-    def poll(self) -> list:  # type: ignore[type-arg]
+    def poll(self, all: bool = False) -> list:  # type: ignore[type-arg]
         out = []
         for q in self.queue:
             q[2] += 1
@@ -86,6 +86,15 @@ class LateTeacher:
 
     def pending(self) -> int:
         return sum(len(q[1]) for q in self.queue)
+
+    def resume(self) -> int:
+        raise AssertionError("not resumed in these tests")
+
+
+def test_a_teacher_of_neither_kind_is_refused() -> None:
+    cfg = LoopConfig(total_steps=600, total_labels=8, iterations=2, initial_steps=200, fragment_length=20)
+    with pytest.raises(TypeError, match="neither a Teacher .* nor an AsyncTeacher"):
+        build(cfg, teacher=object())
 
 
 def test_async_teacher_waits_only_while_dataset_empty() -> None:

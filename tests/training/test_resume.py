@@ -131,3 +131,41 @@ def test_kill_before_the_first_checkpoint_keeps_every_label(tmp_path: Path) -> N
 
     report = json.loads((run / "report.json").read_text())
     assert len(after) == 10 and report["queries_asked"] == 10  # the budget, each label asked once
+
+
+def test_resume_takes_back_answers_a_killed_trainer_took_and_tidies_its_leftovers(tmp_path: Path) -> None:
+    """The moments a random kill rarely hits, set up on purpose: answers taken from the store
+    but not yet saved, queries counted but never stored, a half-encoded clip, a clip whose
+    query was never written."""
+    from prefrl.storage.checkpoint import CheckpointDir
+    from prefrl.teachers.human import StoreTeacher
+    from prefrl.training.loop import LoopConfig
+    from tests.storage.helpers import make_fragments
+    from tests.training.test_loop import build
+
+    db, run = tmp_path / "labels.db", tmp_path / "run"
+    frags = make_fragments(6, length=20)
+    killed = StoreTeacher(db, run="run")
+    killed.submit(frags, np.array([[0, 1], [2, 3], [4, 5]]))
+    killed.flush()
+    user = killed.store.user_for_token(killed.store.add_user("ann"))
+    assert user is not None
+    for qid, answer in ((1, "left"), (2, "right")):
+        killed.store.add_label(qid, user.id, answer)
+    assert len(killed.poll()[0].labels) == 2  # taken (marked consumed) and then the kill
+    clip_dir = killed.store.clip_dir
+    stored = set(os.listdir(clip_dir))
+    (clip_dir / f"r{killed.run_id}-{'0' * 32}.part.webm").write_bytes(b"half a video")
+    killed.store.add_clips(killed.run_id, frags, [0])  # its query was never stored
+    (clip_dir / f"r{killed.run_id + 1}-{'1' * 32}.webm").write_bytes(b"another run's")
+    CheckpointDir(run).write_labels_state({"queries_asked": 5, "labels": 0})  # 2 never reached the store
+
+    cfg = LoopConfig(total_steps=800, total_labels=8, iterations=3, initial_steps=200, fragment_length=20)
+    loop = build(cfg, teacher=StoreTeacher(db, run="run"), tmp=run)
+    assert loop.load_checkpoint() is False
+    assert loop.state.queries_asked == 3  # the 2 lost in encoding are asked again
+    assert sorted(loop.dataset.labels.tolist()) == [0.0, 1.0]
+    assert loop.dataset.answer_keys.tolist() == [1, 2]
+    assert set(os.listdir(clip_dir)) == stored | {f"r{killed.run_id + 1}-{'1' * 32}.webm"}
+    assert PreferenceDataset.load(run / "preferences.npz").answer_keys.tolist() == [1, 2]
+    assert loop._poll(all=True) == 0  # a second take-back adds nothing twice

@@ -31,7 +31,7 @@ def test_label_flow_records_label_and_trainer_sees_it(
     )
     assert r.status_code == 201 and r.json()["labelled"] == 1 and r.json()["queue"] == 2
     # the trainer process (here: this one) picks it up through the store
-    [(frags, pairs, labels)] = teacher.poll()
+    [(frags, pairs, labels, _)] = teacher.poll()
     assert pairs.shape == (1, 2) and labels.tolist() == [1.0] and len(frags) == 2
     # the same labeller may not answer (or overwrite) it again
     again = httpx.post(server.url + "/api/labels", headers=h, json={"query_id": 1, "answer": "right"})
@@ -138,7 +138,7 @@ def test_two_labellers_answering_at_once_are_both_recorded(backend: Backend) -> 
     finally:
         srv.stop()
     assert codes == [201, 201]
-    [(_, _, labels)] = t.poll()
+    [(_, _, labels, _)] = t.poll()
     assert labels.tolist() == [0.75]  # majority tie -> mean of left (1) and equal (0.5)
 
 
@@ -160,7 +160,7 @@ def test_label_survives_server_kill_and_server_resumes(
     assert nxt["query_id"] not in (None, q["query_id"])
     # a trainer restarted on the same store + run gets the label
     fresh = backend.teacher()
-    [(_, pairs, labels)] = fresh.poll(all=True)
+    [(_, pairs, labels, _)] = fresh.poll(all=True)
     assert labels.tolist() == [0.0] and pairs.shape == (1, 2)
 
 

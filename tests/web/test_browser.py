@@ -73,7 +73,7 @@ def test_label_in_browser_by_clicks_and_keys_then_train(tmp_path) -> None:
     finally:
         srv.stop()
     # the labels are in the database …
-    [(fragments, got_pairs, labels)] = StoreTeacher(tmp_path / "labels.db").poll()
+    [(fragments, got_pairs, labels, _)] = StoreTeacher(tmp_path / "labels.db").poll()
     assert len(labels) == 6
     rows = teacher.store.engine.connect().exec_driver_sql("SELECT query_id, answer FROM labels").all()
     assert {q: a for q, a in rows} == better

@@ -7,6 +7,7 @@ options are typed dataclasses turned into ``--help`` by tyro.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -29,8 +30,17 @@ def usage() -> str:
     )
 
 
+def headless_rendering() -> None:
+    """Without a display, render environments off-screen: pygame-based ones (Pendulum,
+    CartPole…) would otherwise print SDL's "XDG_RUNTIME_DIR is invalid" error when they
+    draw frames for clips. An explicit ``SDL_VIDEODRIVER`` is kept."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    headless_rendering()
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
         return 0

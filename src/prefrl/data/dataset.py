@@ -49,6 +49,9 @@ class PreferenceDataset:
         pairs: ``[B, 2]`` indices into ``fragments``.
         labels: ``[B]`` float32, P(first preferred) in [0, 1].
         pair_ids: ``[B]`` int64, a unique, increasing id per pair ever added.
+        answer_keys: int64, sorted: the external ids (e.g. query-store query ids) of every
+            answer ever passed to :meth:`add` with ``keys``, skipped and evicted ones included,
+            so that a restarted trainer can tell which answers it already has.
         max_size: at most this many pairs are kept (oldest evicted first); ``None``: unbounded.
     """
 
@@ -60,12 +63,15 @@ class PreferenceDataset:
         self.pairs = np.zeros((0, 2), dtype=np.int64)
         self.labels = np.zeros(0, dtype=np.float32)
         self.pair_ids = np.zeros(0, dtype=np.int64)
+        self.answer_keys = np.zeros(0, dtype=np.int64)
         self.next_id = 0
 
     def __len__(self) -> int:
         return len(self.labels)
 
-    def add(self, fragments: Fragments, pairs: np.ndarray, labels: np.ndarray) -> AddReport:
+    def add(
+        self, fragments: Fragments, pairs: np.ndarray, labels: np.ndarray, keys: np.ndarray | None = None
+    ) -> AddReport:
         """Add labelled pairs of ``fragments``; NaN labels (no answer) are skipped.
 
         Args:
@@ -73,11 +79,22 @@ class PreferenceDataset:
                 (without rendered frames: the dataset keeps what the reward model reads).
             pairs: ``[B, 2]`` indices into ``fragments``.
             labels: ``[B]`` P(first preferred) in [0, 1], or NaN for no answer.
+            keys: ``[B]`` int64 external ids of the answers (e.g. query-store ids); answers
+                whose key was added before are ignored (see :meth:`has_keys`).
         """
         pairs = np.asarray(pairs, dtype=np.int64)
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape [B, 2], got {pairs.shape}")
         labels = validate_labels(labels, len(pairs))
+        if keys is not None:
+            keys = np.asarray(keys, dtype=np.int64)
+            if keys.shape != (len(pairs),):
+                raise ValueError(f"keys must have shape ({len(pairs)},), got {keys.shape}")
+            fresh = ~self.has_keys(keys)
+            _, first = np.unique(keys, return_index=True)
+            fresh &= np.isin(np.arange(len(keys)), first)  # a key twice in one call: its first answer
+            pairs, labels, keys = pairs[fresh], labels[fresh], keys[fresh]
+            self.answer_keys = np.union1d(self.answer_keys, keys)
         if len(pairs) and (pairs.min() < 0 or pairs.max() >= len(fragments)):
             raise ValueError(f"pair indices must lie in [0, {len(fragments)}), got max {pairs.max()}")
         if self.fragments is not None and self.fragments.length != fragments.length:
@@ -104,6 +121,10 @@ class PreferenceDataset:
             evicted = len(self) - self.max_size
             self._keep(np.arange(evicted, len(self)))
         return AddReport(len(labels), int((~keep).sum()), evicted)
+
+    def has_keys(self, keys: np.ndarray) -> np.ndarray:
+        """``[K]`` bool: which external answer ids were added before (see ``add(keys=...)``)."""
+        return np.isin(np.asarray(keys, dtype=np.int64), self.answer_keys)
 
     def _keep(self, idx: np.ndarray) -> None:
         """Keep pairs ``idx`` and drop fragments no pair references any more."""
@@ -139,6 +160,7 @@ class PreferenceDataset:
             "pairs": self.pairs,
             "labels": self.labels,
             "pair_ids": self.pair_ids,
+            "answer_keys": self.answer_keys,
         }
         f = self.fragments
         if f is not None:
@@ -164,6 +186,8 @@ class PreferenceDataset:
             ds.pairs = data["pairs"].astype(np.int64).reshape(-1, 2)
             ds.labels = validate_labels(data["labels"], len(ds.pairs))
             ds.pair_ids = data["pair_ids"].astype(np.int64)
+            if "answer_keys" in data:
+                ds.answer_keys = np.unique(data["answer_keys"].astype(np.int64))
             ds.next_id = int(meta["next_id"])
             if meta.get("length") is not None:
                 ds.fragments = Fragments(

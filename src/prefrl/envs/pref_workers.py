@@ -34,6 +34,7 @@ from prefrl.envs.pref_ring import RingSpec, Segment, SegmentRing, recv_slots, se
 from prefrl.envs.pref_shared import Field, SharedBoard
 from prefrl.rewards.encode import fragment_rewards
 from prefrl.rewards.io import build_reward_net, save_reward_net
+from prefrl.teachers import Answers
 from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig
 
 
@@ -270,9 +271,11 @@ def _label(
                 prefs.put((fragments_to_message(frags), pairs, labels))
                 board.ints[sh.PAIRS_LABELLED] += len(pairs)
         if asynchronous:
-            for f, p, lab in teacher.poll():
-                prefs.put((fragments_to_message(f), np.asarray(p), np.asarray(lab, dtype=np.float32)))
-                board.ints[sh.PAIRS_LABELLED] += len(p)
+            for batch in teacher.poll():
+                ans = Answers(*batch)
+                labels = np.asarray(ans.labels, dtype=np.float32)
+                prefs.put((fragments_to_message(ans.fragments), np.asarray(ans.pairs), labels))
+                board.ints[sh.PAIRS_LABELLED] += len(ans.pairs)
             board.ints[sh.PENDING] = int(teacher.pending())
 
 

@@ -226,7 +226,7 @@ class QueryStore:
         frames = clip_frames(fragments, np.asarray(idx, dtype=np.int64))  # [n, L, H, W, 3]
         rows = []
         for k, i in enumerate(idx):
-            name = secrets.token_hex(16)
+            name = _run_prefix(run_id) + secrets.token_hex(16)
             size = encode_video(frames[k], self.clip_dir / (name + VIDEO_EXT), fps=fps)
             size += save_fragment(fragments, i, self.clip_dir / (name + ".npz"))
             rows.append(
@@ -251,6 +251,41 @@ class QueryStore:
         if missing:
             raise StoreError(f"{self.where}: clips {missing[:5]} have no stored arrays (pruned or unknown)")
         return load_fragments([self.clip_dir / files[int(i)] for i in clip_ids])
+
+    def sweep_run(self, run_id: int) -> int:
+        """Delete what a killed trainer of ``run_id`` left behind: clips no query refers to
+        (encoded before their queries were stored) and any file in the clip folder named for
+        this run that the store does not know (e.g. a half-written ``.part.webm``).
+
+        Only safe while no trainer of this run is writing clips. Returns the files deleted.
+        """
+        q, cl = S.queries.c, S.clips.c
+        with self.write() as c:
+            used = sa.select(q.left_clip).where(q.run_id == run_id).union(
+                sa.select(q.right_clip).where(q.run_id == run_id)
+            )
+            c.execute(sa.delete(S.clips).where(cl.run_id == run_id, cl.id.not_in(used)))
+            known = {
+                f
+                for row in c.execute(sa.select(cl.video, cl.arrays).where(cl.run_id == run_id))
+                for f in row
+                if f is not None
+            }
+            known |= set(
+                c.execute(sa.select(S.episodes.c.video).where(S.episodes.c.run_id == run_id)).scalars()
+            )
+        gone = 0
+        for path in self.clip_dir.glob(_run_prefix(run_id) + "*"):
+            if path.name not in known and path.is_file():
+                path.unlink(missing_ok=True)
+                gone += 1
+        return gone
+
+    def query_count(self, run_id: int) -> int:
+        """Queries ``run_id`` has enqueued (open, answered or expired)."""
+        with self.read() as c:
+            n = c.execute(sa.select(sa.func.count()).select_from(S.queries).where(S.queries.c.run_id == run_id))
+            return int(n.scalar() or 0)
 
     def clip_path(self, file_name: str) -> Path | None:
         """Path of a clip or episode video known to the store, or ``None``."""
@@ -580,7 +615,7 @@ class QueryStore:
     # -------------------------------------------------------------- episodes
     def publish_episode(self, run_id: int, frames: np.ndarray, fps: float = 30.0, keep: int = 3) -> str:
         """Store a full-episode video ``[T, H, W, 3]`` for the side panel; keeps the latest ``keep``."""
-        name = secrets.token_hex(16) + VIDEO_EXT
+        name = _run_prefix(run_id) + "ep-" + secrets.token_hex(16) + VIDEO_EXT
         size = encode_video(np.asarray(frames), self.clip_dir / name, fps=fps)
         with self.write() as c:
             c.execute(
@@ -605,6 +640,11 @@ class QueryStore:
             stmt = stmt.where(S.episodes.c.run_id == run_id)
         with self.read() as c:
             return c.execute(stmt).scalar()
+
+
+def _run_prefix(run_id: int) -> str:
+    """File names in the clip folder start with their run, so a run's leftovers can be found."""
+    return f"r{int(run_id)}-"
 
 
 def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:

@@ -33,6 +33,7 @@ import numpy as np
 from prefrl.data.fragments import Fragments
 from prefrl.storage.clips import clip_frames
 from prefrl.storage.store import QueryStore
+from prefrl.teachers import Answers
 
 ANSWER_VALUE = {"left": 1.0, "right": 0.0, "equal": 0.5, "incomparable": np.nan, "skip": np.nan}
 Combine = Literal["majority", "mean"]
@@ -232,12 +233,13 @@ class StoreTeacher:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def poll(self, all: bool = False) -> list[tuple[Fragments, np.ndarray, np.ndarray]]:
+    def poll(self, all: bool = False) -> list[Answers]:
         """Answers since the last poll (by any StoreTeacher of this run), or every answer with ``all``.
 
-        Returns ``[]`` or one ``(fragments, pairs [B, 2], labels [B])`` batch; labels are
-        NaN where every answer was incomparable or skipped. Raises the error of a submit
-        that failed in the background, if any.
+        Returns ``[]`` or one :class:`~prefrl.teachers.Answers` batch (fragments, pairs
+        ``[B, 2]``, labels ``[B]``, keys ``[B]`` = the store's query ids); labels are NaN
+        where every answer was incomparable or skipped. Raises the error of a submit that
+        failed in the background, if any.
         """
         self._raise_error()
         answered = self.store.take_answered(self.run_id, include_consumed=all)
@@ -247,7 +249,17 @@ class StoreTeacher:
         used, inverse = np.unique(clips, return_inverse=True)
         fragments = self.store.load_clip_fragments(used.tolist())
         labels = combine_answers([a.answers for a in answered], self.combine)
-        return [(fragments, inverse.reshape(-1, 2).astype(np.int64), labels)]
+        keys = np.array([a.query_id for a in answered], dtype=np.int64)
+        return [Answers(fragments, inverse.reshape(-1, 2).astype(np.int64), labels, keys)]
+
+    def resume(self) -> int:
+        """After a crash: delete the clips a killed trainer of this run left without a query
+        (half-encoded files included); returns the number of queries this run has in the store.
+
+        Call it before this teacher's first ``submit``, with no other trainer on this run.
+        """
+        self.store.sweep_run(self.run_id)
+        return self.store.query_count(self.run_id)
 
     def pending(self) -> int:
         """Queries of this run still waiting for answers (including those still being encoded)."""

@@ -51,7 +51,7 @@ from prefrl.rewards.io import load_reward_net, save_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.selection.selectors import MEASURES, DisagreementSelector, UniformSelector
 from prefrl.storage.checkpoint import CheckpointDir, load_tensor_state, save_tensor_state
-from prefrl.teachers import AsyncTeacher, Teacher
+from prefrl.teachers import Answers, AsyncTeacher, Teacher
 from prefrl.training.callbacks import LoopCallback
 from prefrl.training.logger import Logger, NullLogger
 from prefrl.training.schedules import SCHEDULES, allocate_queries
@@ -225,6 +225,11 @@ class PreferenceLoop:
         self.state = LoopState()
         self.config_hash = config_hash
         self.is_async = isinstance(teacher, AsyncTeacher) and not isinstance(teacher, Teacher)
+        if not self.is_async and not isinstance(teacher, Teacher):
+            raise TypeError(
+                f"teacher {type(teacher).__name__} is neither a Teacher (a label method) nor an "
+                "AsyncTeacher (submit, poll, pending and resume methods)"
+            )
         self.alloc = allocate_queries(
             config.total_labels, config.iterations - 1, config.query_schedule, config.initial_comparison_frac
         )
@@ -425,11 +430,13 @@ class PreferenceLoop:
             "labels/skipped": float(rep.skipped),
         }
 
-    def _poll(self) -> int:
-        """Add the answers an async teacher has ready; returns how many were added."""
+    def _poll(self, all: bool = False) -> int:
+        """Add the answers an async teacher has ready (every answer so far with ``all``, those
+        already in the dataset skipped by their keys); returns how many were added."""
         added = 0
-        for frags, pairs, labels in self.teacher.poll():  # type: ignore[union-attr]
-            added += self.dataset.add(frags, pairs, labels).added
+        for batch in self.teacher.poll(all=all):  # type: ignore[union-attr]
+            ans = Answers(*batch)
+            added += self.dataset.add(ans.fragments, ans.pairs, ans.labels, ans.keys).added
         if added:
             self._after_labels(added)
         return added
@@ -592,6 +599,9 @@ class PreferenceLoop:
             self.state.queries_asked = max(self.state.queries_asked, int(labels_state["queries_asked"]))
             kept = labels_state.get("iteration_labels", {})
             self._iteration_labels = {k: float(v) for k, v in kept.items()}
+        if self.is_async:  # the teacher holds what was asked; take back answers not yet kept
+            self.state.queries_asked = int(self.teacher.resume())  # type: ignore[union-attr]
+            self._poll(all=True)
         self.state.queries_asked = max(self.state.queries_asked, len(self.dataset))
 
     def load_checkpoint(self, agent_loader: Any = None) -> bool:

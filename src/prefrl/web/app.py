@@ -33,7 +33,7 @@ from prefrl.storage.store import AlreadyLabelled, QueryClosed, QueryStore, Unkno
 from prefrl.web.pages import ADMIN_HTML, LABEL_HTML
 
 COOKIE = "prefrl_token"
-CLIP_NAME = re.compile(r"^[0-9a-f]{32}\.webm$")
+CLIP_NAME = re.compile(r"^(r[0-9]{1,12}-(ep-)?)?[0-9a-f]{32}\.webm$")  # r<run>-[ep-]<hex>, or older bare hex
 MAX_TOKEN = 256
 
 
