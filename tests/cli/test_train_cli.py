@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,3 +223,18 @@ def test_auto_reward_output_is_bounded_where_episodes_terminate(env_id: str, wan
     cfg.env.id = env_id
     assert cfg.reward.output == "auto"
     assert train_cli.resolve_reward_output(cfg, {}) == want
+
+
+def test_headless_rendering_prints_no_sdl_error() -> None:
+    """Issue 15.5: drawing clips on a machine without a display printed SDL's alarming
+    "XDG_RUNTIME_DIR is invalid" line first thing."""
+    drop = ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "SDL_VIDEODRIVER")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    code = (
+        "from prefrl.cli.main import headless_rendering; headless_rendering(); import gymnasium as gym; "
+        "e = gym.make('Pendulum-v1', render_mode='rgb_array'); e.reset(seed=0); "
+        "assert e.render().shape == (500, 500, 3)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "XDG_RUNTIME_DIR" not in r.stderr, r.stderr

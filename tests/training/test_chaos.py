@@ -126,8 +126,8 @@ class LabellingBot:
                     continue
                 answer = answers[int(self.rng.choice(4, p=[0.45, 0.4, 0.1, 0.05]))]
                 body = {"query_id": q["query_id"], "answer": answer}
-                if httpx.post(self.url + "/api/labels", headers=self.headers, json=body, timeout=5).status_code == 201:
-                    self.answered += 1
+                r = httpx.post(self.url + "/api/labels", headers=self.headers, json=body, timeout=5)
+                self.answered += r.status_code == 201
             except httpx.TransportError:
                 time.sleep(0.2)
             time.sleep(float(self.rng.uniform(0.0, 0.3)))

@@ -93,7 +93,7 @@ class LateTeacher:
 
 def test_a_teacher_of_neither_kind_is_refused() -> None:
     cfg = LoopConfig(total_steps=600, total_labels=8, iterations=2, initial_steps=200, fragment_length=20)
-    with pytest.raises(TypeError, match="neither a Teacher .* nor an AsyncTeacher"):
+    with pytest.raises(TypeError, match=r"neither a Teacher .* nor an AsyncTeacher"):
         build(cfg, teacher=object())
 
 

@@ -24,8 +24,11 @@ def free_port() -> int:
 class Server:
     """``prefrl label --store STORE --port PORT`` in a subprocess; ``kill()`` is SIGKILL."""
 
-    def __init__(self, store: Path | str, port: int | None = None, *extra: str) -> None:
+    def __init__(
+        self, store: Path | str, port: int | None = None, *extra: str, log: Path | None = None
+    ) -> None:
         self.store = str(store)
+        self.log = log  # the server's stderr goes here (a file: a long test cannot fill a pipe)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra = extra
@@ -42,12 +45,15 @@ class Server:
             "--port",
             str(self.port),
         ]
-        self.proc = subprocess.Popen([*cmd, *self.extra], stderr=subprocess.PIPE, env=dict(os.environ))
+        err = subprocess.PIPE if self.log is None else open(self.log, "ab")
+        self.proc = subprocess.Popen([*cmd, *self.extra], stderr=err, env=dict(os.environ))
+        if self.log is not None:
+            err.close()  # type: ignore[union-attr]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {err}")
+                out = self.proc.stderr.read().decode() if self.proc.stderr else self.log.read_text()  # type: ignore[union-attr]
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {out}")
             try:
                 if httpx.get(self.url + "/api/me", timeout=1).status_code == 401:
                     return self

@@ -34,7 +34,8 @@ def headless_rendering() -> None:
     """Without a display, render environments off-screen: pygame-based ones (Pendulum,
     CartPole…) would otherwise print SDL's "XDG_RUNTIME_DIR is invalid" error when they
     draw frames for clips. An explicit ``SDL_VIDEODRIVER`` is kept."""
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if sys.platform.startswith("linux") and not display:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 

@@ -261,8 +261,10 @@ class QueryStore:
         """
         q, cl = S.queries.c, S.clips.c
         with self.write() as c:
-            used = sa.select(q.left_clip).where(q.run_id == run_id).union(
-                sa.select(q.right_clip).where(q.run_id == run_id)
+            used = (
+                sa.select(q.left_clip)
+                .where(q.run_id == run_id)
+                .union(sa.select(q.right_clip).where(q.run_id == run_id))
             )
             c.execute(sa.delete(S.clips).where(cl.run_id == run_id, cl.id.not_in(used)))
             known = {
@@ -284,8 +286,8 @@ class QueryStore:
     def query_count(self, run_id: int) -> int:
         """Queries ``run_id`` has enqueued (open, answered or expired)."""
         with self.read() as c:
-            n = c.execute(sa.select(sa.func.count()).select_from(S.queries).where(S.queries.c.run_id == run_id))
-            return int(n.scalar() or 0)
+            n = sa.select(sa.func.count()).select_from(S.queries).where(S.queries.c.run_id == run_id)
+            return int(c.execute(n).scalar() or 0)
 
     def clip_path(self, file_name: str) -> Path | None:
         """Path of a clip or episode video known to the store, or ``None``."""
