@@ -50,6 +50,27 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
 
 
 @pytest.mark.parametrize(
+    "command",
+    [["train"], ["rollouts"], ["evaluate"], ["interpret"], ["interpret", "report"], ["interpret", "curves"],
+     ["interpret", "evaluate"], ["interpret", "shape"]],
+)  # fmt: skip
+def test_help_has_no_set_metavars_or_markup(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15.8: --help said {None}|INT, {None}|{[INT [INT ...]]} and showed ``markup``."""
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = capsys.readouterr().out
+    assert "{None}" not in text and "``" not in text, text
+
+
+def test_every_command_names_the_environment_env_id(capsys: pytest.CaptureFixture[str]) -> None:
+    """One spelling: train, rollouts and interpret all take --env.id."""
+    for command in (["train"], ["rollouts"], ["interpret", "curves"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        assert "--env.id" in capsys.readouterr().out, command
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--env.id", "Pendulum-v9"], "unknown Gymnasium environment id 'Pendulum-v9'"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import torch
@@ -43,20 +43,32 @@ from prefrl.training.trainer import true_pair_accuracy
 
 @dataclass
 class Common:
-    run: Path | None = None
+    run: Annotated[Path | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(optional)")] = None
     """Run directory (config.json, reward.safetensors, preferences.npz, metrics.csv)."""
-    reward: Path | None = None
-    """Reward model file (.safetensors); default: RUN/reward.safetensors."""
-    trajectories: Path | None = None
+    reward: Annotated[
+        Path | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="(default: RUN/reward.safetensors)")
+    ] = None
+    """Reward model file (.safetensors)."""
+    trajectories: Annotated[Path | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="(optional)")] = (
+        None
+    )
     """Trajectory file (.npz from TrajectoryBatch.save); default: run preference fragments, else rollouts."""
-    env: str | None = None
-    """Gymnasium id for rollouts and exact tables (e.g. prefrl/GridWorld-v0); default: from config.json."""
+    env: Annotated[
+        str | None,
+        tyro.conf.arg(
+            name="env.id", aliases=("--env",), metavar="ID", help_behavior_hint="(default: from config.json)"
+        ),
+    ] = None
+    """Gymnasium id for rollouts and exact tables (e.g. prefrl/GridWorld-v0), as in prefrl train --env.id."""
     episodes: int = 20
     """Random episodes to collect when transitions come from --env."""
     seed: int = 0
     """Seed for rollouts and sampling."""
-    out: Path | None = None
-    """Output directory; default: RUN/interpret, or ./interpret."""
+    out: Annotated[
+        Path | None,
+        tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: RUN/interpret, or ./interpret)"),
+    ] = None
+    """Output directory."""
 
     def sources(self) -> Sources:
         return Sources(self.run, self.reward, self.trajectories, self.env, self.episodes, self.seed)
@@ -441,7 +453,7 @@ def main(argv: list[str]) -> int:
     cmd = tyro.extras.subcommand_cli_from_dict(
         SUBCOMMANDS,
         prog="prefrl interpret",
-        description=__doc__,
+        description=(__doc__ or "").replace("``", ""),  # plain text in --help
         args=argv,  # type: ignore[arg-type]
     )
     try:

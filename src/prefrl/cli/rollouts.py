@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Annotated
 
 import tyro
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import load_agent, make_env
+from prefrl.cli.train import EnvConfig
 
 
 @dataclass
@@ -18,17 +20,17 @@ class RolloutsConfig:
 
     out: str
     """Output file (.npz)."""
-    env: str = "Pendulum-v1"
-    """Gymnasium environment id."""
-    env_kwargs: str = "{}"
-    """Keyword arguments of gym.make as a JSON object."""
-    policy: str | None = None
-    """SB3 policy .zip (default: random actions)."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """The environment (the same options as prefrl train --env.*)."""
+    policy: Annotated[
+        str | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="(default: random actions)")
+    ] = None
+    """SB3 policy .zip."""
     algo: str = "sac"
     """Algorithm of --policy: sac | td3 | ppo | a2c."""
-    episodes: int | None = None
+    episodes: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 10)")] = None
     """Number of episodes (give this or --steps)."""
-    steps: int | None = None
+    steps: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(optional)")] = None
     """Number of transitions (give this or --episodes)."""
     render: bool = False
     """Also store rendered frames (for human labelling)."""
@@ -43,7 +45,7 @@ def main(argv: list[str]) -> int:
     try:
         if cfg.episodes is None and cfg.steps is None:
             cfg.episodes = 10
-        env = make_env(cfg.env, json.loads(cfg.env_kwargs), render=cfg.render)
+        env = make_env(cfg.env.id, cfg.env.parsed_kwargs(), render=cfg.render)
         agent = None if cfg.policy is None else load_agent(cfg.algo, cfg.policy)
         policy = None if agent is None else (lambda o: agent.predict(o, deterministic=cfg.deterministic)[0])
         batch = collect_episodes(env, cfg.episodes, cfg.steps, policy, cfg.seed, cfg.render)

@@ -35,6 +35,7 @@ from prefrl.agents.sb3 import (
     make_vec_env,
     resolve_algo,
 )
+from prefrl.config_types import OptDir, OptFile, OptInts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.atari import AtariPreprocessingMode
 from prefrl.envs.learned_reward import LearnedReward, LearnedRewardVecEnv
@@ -89,13 +90,13 @@ class RewardNetConfig:
     mlp otherwise, Dict observations included), mlp or cnn."""
     hidden: list[int] = field(default_factory=lambda: [64, 64])
     """Hidden layer sizes of the MLP."""
-    cnn_channels: list[int] | None = None
+    cnn_channels: OptInts = None
     """CNN: output channels of each convolution (None: by image size, see --reward.cnn-hidden)."""
-    cnn_kernels: list[int] | None = None
+    cnn_kernels: OptInts = None
     """CNN: kernel size of each convolution (None: by image size; reduced where images are too small)."""
-    cnn_strides: list[int] | None = None
+    cnn_strides: OptInts = None
     """CNN: stride of each convolution (None: by image size; reduced where images are too small)."""
-    cnn_hidden: list[int] | None = None
+    cnn_hidden: OptInts = None
     """CNN: hidden layer sizes after the convolutions. None picks the CNN by image size: sides up to 64
     px (e.g. the 40x40 moving dot) get channels 8 16, kernels 4 3, strides 4 2, hidden 32 (cheap enough
     for a per-step reward on 2 cores); larger images (Atari's 84x84) channels 16 32 32, kernels 8 4 3,
@@ -154,8 +155,6 @@ def _default_trainer() -> RewardTrainerConfig:
 
 
 # optional paths: a metavar naming what to pass and no "(default: None)" in --help
-OptFile = Annotated[str | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="(optional)")]
-OptDir = Annotated[str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(optional)")]
 OptStore = Annotated[
     str | None, tyro.conf.arg(metavar="PATH|URL", help_behavior_hint="(only with --teacher web)")
 ]

@@ -43,6 +43,7 @@ from prefrl.agents.sb3 import (
     save_replay_buffer,
     write_buffer_rewards,
 )
+from prefrl.config_types import OptFloat, OptInt
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, distinct_pairs, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
@@ -115,11 +116,11 @@ class LoopConfig:
     """With active selection: candidate pairs considered per query asked."""
     uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "logit"
     """Disagreement measure for active selection."""
-    comparison_queue_size: int | None = None
+    comparison_queue_size: OptInt = None
     """Keep at most this many comparisons (oldest dropped); None keeps all."""
     exploration_frac: float = 0.0
     """Share of query clips taken from random-action episodes (exploration mixing)."""
-    end_clip_frac: float | None = None
+    end_clip_frac: OptFloat = None
     """Share of query clips drawn among those that contain a terminated episode's end (a fall,
     a goal), when the episodes to query have any; the rest are drawn uniformly. None (auto):
     0.5 while at least half the labels so far are ties (e.g. a sparse reward that clips only

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from prefrl.config_types import OptFloat
 from prefrl.data.arrays import obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, random_pairs, sample_fragments, window_counts
@@ -60,7 +61,7 @@ class RewardTrainerConfig:
     """Give each ensemble member its own bootstrap resample of the training pairs."""
     update_normalization: bool = True
     """Fold newly added fragments into the network's input normalisation before training."""
-    max_grad_norm: float | None = None
+    max_grad_norm: OptFloat = None
     """Clip the gradient norm (None: no clipping)."""
     seed: int = 0
     """Seed of the trainer's own random generator (batch order, bootstrap)."""
