@@ -19,6 +19,7 @@ from prefrl.interpret.plots import (
     plot_reward_slice,
     plot_training_curves,
     read_metrics_csv,
+    training_panels,
 )
 from prefrl.interpret.report import write_html_report
 from prefrl.rewards import MLPReward
@@ -79,6 +80,27 @@ def test_training_curves_from_metrics_csv(tmp_path: Path, png_ok) -> None:
     assert set(cols) == {"step", "reward/train_loss", "reward/val_accuracy", "agent/true_return", "labels"}
     assert np.isnan(cols["agent/true_return"][0]) and cols["labels"][2] == 30
     png_ok(plot_training_curves(csv, tmp_path / "t.png"))
+    png_ok(plot_training_curves(csv, tmp_path / "all.png", panels="all"))
     (tmp_path / "empty.csv").write_text("step,note\n0,a\n")
     with pytest.raises(ValueError, match="no numeric metric"):
         plot_training_curves(tmp_path / "empty.csv", tmp_path / "e.png")
+
+
+def test_training_figure_shows_the_headline_panels_first() -> None:
+    """Issue 15.9: training.png was a 25-panel dump with flat panels; the headline figure
+    groups what a person reads first, and the full one leaves constant metrics out."""
+    n = 6
+    ramp = np.arange(n, dtype=float)
+    cols = {"step": ramp, "env_steps": ramp * 1000, "rollout/true_return": ramp * 10,
+            "reward/heldout_accuracy": ramp / 10, "reward/val_accuracy": ramp / 8,
+            "reward/l2_coef": np.zeros(n), "labels/total": ramp,
+            **{f"time/x{i}": ramp * i for i in range(1, 20)}}  # fmt: skip
+    panels, _ = training_panels(cols)
+    titles = [t for t, _, _ in panels]
+    assert len(panels) <= 6 and titles[0].startswith("agent: true return")
+    accuracy = dict((t, names) for t, names, _ in panels)["reward model: pair accuracy"]
+    assert accuracy == ["reward/heldout_accuracy", "reward/val_accuracy"]  # drawn together
+    every, flat = training_panels(cols, "all")
+    assert flat == 1 and "reward/l2_coef" not in [t for t, _, _ in every] and len(every) == len(cols) - 3
+    fallback, _ = training_panels({"my/metric": ramp})  # none of the usual metrics
+    assert [t for t, _, _ in fallback] == ["my/metric"]

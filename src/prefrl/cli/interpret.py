@@ -207,7 +207,8 @@ class Slice(Common):
 
 @dataclass
 class Training(Common):
-    """Training curves of a run from its metrics.csv (PNG)."""
+    """Training curves of a run from its metrics.csv: training.png (the panels read first: true
+    return, reward accuracy, correlation, labels, loss, time) and training_all.png (every metric)."""
 
     metrics: Path | None = None
     """metrics.csv to plot; default: RUN/metrics.csv."""
@@ -216,7 +217,11 @@ class Training(Common):
         path = self.metrics or self.sources().metrics_csv()
         if path is None:
             raise ValueError("no metrics: pass --metrics FILE.csv or a --run DIR with metrics.csv")
-        return {"training": str(plot_training_curves(path, self.out_dir() / "training.png"))}
+        out = self.out_dir()
+        return {
+            "training": str(plot_training_curves(path, out / "training.png")),
+            "training_all": str(plot_training_curves(path, out / "training_all.png", panels="all")),
+        }
 
 
 @dataclass

@@ -3,7 +3,7 @@
 - :func:`plot_reward_curves`: learned vs true reward along episodes.
 - :func:`plot_gridworld_heatmaps`: reward per state and action of a gridworld.
 - :func:`plot_reward_slice`: reward against one or two observation dimensions.
-- :func:`plot_training_curves`: the numeric columns of a run's ``metrics.csv``.
+- :func:`plot_training_curves`: a run's ``metrics.csv``: the headline panels, or every metric.
 """
 
 from __future__ import annotations
@@ -275,23 +275,80 @@ def read_metrics_csv(path: str | Path) -> dict[str, np.ndarray]:
     return out
 
 
-def plot_training_curves(metrics: str | Path | Mapping[str, np.ndarray], path: str | Path) -> Path:
-    """One panel per numeric metric against ``step`` (or row number); e.g. reward loss,
-    accuracy, true return, labels used."""
-    cols = read_metrics_csv(metrics) if isinstance(metrics, (str, Path)) else dict(metrics)
-    x = cols.pop("step", None)
+HEADLINE_PANELS: tuple[tuple[str, tuple[str, ...], tuple[float, float] | None], ...] = (
+    ("agent: true return of its episodes", ("rollout/true_return",), None),
+    ("reward model: pair accuracy",
+     ("reward/heldout_accuracy", "reward/val_accuracy", "reward/train_accuracy"), (0.0, 1.02)),
+    ("learned vs true reward (Pearson r)", ("reward/pearson_true",), (-1.02, 1.02)),
+    ("labels", ("labels/total", "labels/queries_asked"), None),
+    ("reward model: loss", ("reward/train_loss", "reward/val_loss"), None),
+    ("time per iteration (s)", ("time/agent_s", "time/reward_s"), None),
+)  # fmt: skip
+"""The panels of the headline training figure: (title, metrics drawn together, y limits)."""
+
+
+def _flat(y: np.ndarray) -> bool:
+    ok = y[np.isfinite(y)]
+    return len(ok) == 0 or bool(np.all(ok == ok[0]))
+
+
+Panel = tuple[str, list[str], "tuple[float, float] | None"]
+
+
+def training_panels(cols: Mapping[str, np.ndarray], panels: str = "headline") -> tuple[list[Panel], int]:
+    """The panels :func:`plot_training_curves` draws: ``[(title, metric names, y limits)]``
+    and how many constant metrics ``"all"`` leaves out. ``"headline"`` falls back to
+    ``"all"`` when none of the usual metrics is there."""
+    if panels not in ("headline", "all"):
+        raise ValueError(f"panels must be 'headline' or 'all', got {panels!r}")
+    cols = {k: v for k, v in cols.items() if k not in ("step", "env_steps")}
     if not cols:
         raise ValueError("no numeric metric columns to plot (besides 'step')")
-    n = len(cols)
+    if panels == "headline":
+        chosen: list[Panel] = [(t, [m for m in ms if m in cols and np.isfinite(cols[m]).any()], lim)
+                               for t, ms, lim in HEADLINE_PANELS]  # fmt: skip
+        chosen = [c for c in chosen if c[1]]
+        if chosen:
+            return chosen, 0
+    moving = sorted(k for k, v in cols.items() if not _flat(v))
+    if not moving:  # nothing changes: draw them all rather than nothing
+        return [(k, [k], None) for k in sorted(cols)], 0
+    return [(k, [k], None) for k in moving], len(cols) - len(moving)
+
+
+def plot_training_curves(
+    metrics: str | Path | Mapping[str, np.ndarray], path: str | Path, panels: str = "headline"
+) -> Path:
+    """Training curves from a run's ``metrics.csv`` against environment steps.
+
+    ``panels="headline"``: the few panels a person reads first (:data:`HEADLINE_PANELS`:
+    the agent's true return, the reward model's accuracy, learned-vs-true correlation,
+    labels, loss, time), related metrics drawn together; panels without data are left out.
+    ``panels="all"``: one panel per numeric metric that changes (constant ones are counted
+    in a note, not drawn).
+    """
+    cols = read_metrics_csv(metrics) if isinstance(metrics, (str, Path)) else dict(metrics)
+    chosen, n_flat = training_panels(cols, panels)
+    x = cols.get("env_steps", cols.get("step"))
     x = np.arange(len(next(iter(cols.values())))) if x is None else x
-    ncol = min(3, n)
-    nrow = math.ceil(n / ncol)
-    fig = new_figure(4.2 * ncol, 2.6 * nrow)
-    for i, (name, y) in enumerate(sorted(cols.items())):
+    xlabel = "environment steps" if "env_steps" in cols else "step"
+    ncol = min(3, len(chosen))
+    nrow = math.ceil(len(chosen) / ncol)
+    fig = new_figure(4.2 * ncol, 2.8 * nrow)
+    for i, (name, names, lim) in enumerate(chosen):
         ax = fig.add_subplot(nrow, ncol, i + 1)
-        ok = np.isfinite(y)
-        ax.plot(x[ok], y[ok], marker="." if ok.sum() < 30 else None, lw=1.2)
+        for m in names:
+            y = cols[m]
+            ok = np.isfinite(y)
+            label = m.split("/", 1)[-1].replace("_", " ")
+            ax.plot(x[ok], y[ok], marker="." if ok.sum() < 30 else None, lw=1.2, label=label)
+        if lim is not None:
+            ax.set_ylim(*lim)
+        if len(names) > 1:
+            ax.legend(fontsize=7, frameon=False)
         ax.set_title(name, fontsize=9)
-        ax.set_xlabel("step", fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=8)
         ax.tick_params(labelsize=7)
+    if n_flat:
+        fig.text(0.5, 0.0, f"{n_flat} constant metrics not drawn", ha="center", va="top", fontsize=8)
     return save_figure(fig, path)
