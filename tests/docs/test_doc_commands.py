@@ -77,7 +77,6 @@ EXCLUDED: dict[str, str] = {
     "bash .ci/run": "CI from nothing: installs Chromium and the package, lints, then runs the whole suite",
     "scripts/postgres.sh": "starts a PostgreSQL server (installs Debian's package as root); .ci/run runs it",
     "@db.example/": "a team deployment: a PostgreSQL server at a placeholder host and a shared clip mount",
-    "--teacher web": "waits for people to answer in the browser (the web teacher has no simulated labeller)",
 }
 
 # Doc placeholder -> what the sandbox has instead (a RESOURCES entry).
@@ -196,6 +195,7 @@ class Rule:
     outputs: Callable[[list[str]], list[str]] = lambda argv: []  # globs relative to the sandbox
     stdin: str | None = None  # fed to the command (answers of a person at the terminal)
     serve: bool = False  # a server: started, checked to answer HTTP on a free port, stopped
+    labelling_bot: bool = False  # a labelling server and a bot answering through it run beside it
     installs_first: bool = False  # a scripts/*.sh that installs on first run (see no_reinstall)
 
 
@@ -206,6 +206,14 @@ RULES: tuple[Rule, ...] = (
         lambda a: train_cmd(a) and has(a, "--resume"),
         slow=lambda a: True,
         outputs=lambda a: [f"{opt(a, '--resume')}/report.json"],
+    ),
+    Rule(
+        "prefrl train --teacher web (a bot labels through a prefrl label server started beside it)",
+        lambda a: train_cmd(a) and opt(a, "--teacher") == "web",
+        train_short,
+        slow=lambda a: True,
+        outputs=train_outputs,
+        labelling_bot=True,
     ),
     Rule(
         "prefrl train --teacher terminal (answers typed on stdin)",
@@ -866,6 +874,56 @@ def serve_check(cmd: list[str]) -> int:
             proc.wait()
 
 
+def with_labelling_bot(cmd: list[str], store: str) -> int:
+    """Run ``cmd`` (a web-teacher run) while ``prefrl label`` serves ``store`` on a free port
+    and a bot signed in there answers every query it is shown ("left")."""
+    import threading
+
+    from prefrl.storage.store import QueryStore
+
+    qs = QueryStore(store)
+    token = qs.add_user(f"doc-bot-{os.getpid()}")
+    qs.close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    real = json.loads(os.environ["DOCTEST_REAL"])["prefrl"]
+    server = subprocess.Popen([real, "label", "--store", store, "--host", "127.0.0.1", "--port", str(port)])
+    stop = threading.Event()
+
+    def call(path: str, body: dict | None = None) -> dict:
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={
+            "Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            data=None if body is None else json.dumps(body).encode())  # fmt: skip
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read() or b"{}")
+
+    def bot() -> None:
+        while not stop.is_set():
+            try:
+                q = call("/api/queries/next")
+                if q.get("query_id") is None:
+                    time.sleep(0.3)
+                    continue
+                call("/api/labels", {"query_id": q["query_id"], "answer": "left"})
+            except (OSError, ValueError):  # the server is starting, or a query just closed
+                time.sleep(0.3)
+
+    thread = threading.Thread(target=bot, daemon=True)
+    thread.start()
+    try:
+        return subprocess.run(cmd).returncode
+    finally:
+        stop.set()
+        thread.join(15)
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
 def shim(argv: list[str]) -> int:
     """``prefrl``/``python``/``bash`` as the docs call them: the short variant, logged."""
     real = json.loads(os.environ["DOCTEST_REAL"])[argv[0]]
@@ -875,6 +933,8 @@ def shim(argv: list[str]) -> int:
     t0 = time.monotonic()
     if rule is not None and rule.serve:
         rc = serve_check(cmd)
+    elif rule is not None and rule.labelling_bot:
+        rc = with_labelling_bot(cmd, str(opt(short, "--store")))
     else:
         rc = subprocess.run(cmd, input=rule.stdin if rule else None, text=True).returncode
     with open(os.environ["DOCTEST_LOG"], "a") as f:
