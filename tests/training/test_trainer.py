@@ -160,3 +160,65 @@ def test_true_pair_accuracy_is_one_for_the_true_reward_and_none_without_one() ->
         w2.neg_()
     assert true_pair_accuracy(net, batch, 100, 20, rng) == 0.0
     assert true_pair_accuracy(net, dataclasses.replace(batch, rews=None), 100, 20, rng) is None
+
+
+def test_temporal_crop_windows_keep_each_pair_aligned():
+    """SURF's crop: both clips of a pair get windows of one length in [frac * L, L]."""
+    net = MLPReward(OBS, ACT, ensemble_size=2)
+    tr = RewardTrainer(net, RewardTrainerConfig(crop_min_frac=0.6, seed=0))
+    mask = tr._crop_mask(torch.Size([3, 400]), 50, torch.device("cpu"))  # [E?, B, 2, L]
+    assert mask.shape == (3, 400, 2, 50)
+    size = mask.sum(-1)  # [3, 400, 2]
+    assert torch.equal(size[..., 0], size[..., 1])  # the pair's two windows: same length
+    assert size.min() >= 30 and size.max() <= 50 and len(size.unique()) > 10
+    diff = mask[..., 1:] - mask[..., :-1]
+    assert (diff.clamp_min(0).sum(-1) <= 1).all()  # each window is one contiguous run
+    starts = mask.argmax(-1)
+    assert (starts[..., 0] != starts[..., 1]).float().mean() > 0.5  # starts drawn per clip
+
+
+def test_training_with_temporal_crop_still_learns(pendulum_batch):
+    frags, pairs, labels = _pendulum_data(pendulum_batch, 200, seed=5)
+    ds = PreferenceDataset()
+    ds.add(frags, pairs, labels)
+    net = MLPReward(OBS, ACT, ensemble_size=2)
+    RewardTrainer(net, RewardTrainerConfig(epochs=20, val_fraction=0.0, crop_min_frac=0.5)).train(ds)
+    test_frags, test_pairs, test_labels = _pendulum_data(pendulum_batch, 300, seed=6)
+    assert evaluate_preferences(net, test_frags, test_pairs, test_labels)["accuracy"] >= 0.85
+
+
+def test_noise_filter_drops_or_flips_confidently_contradicted_labels(pendulum_batch):
+    """RIME: a warm model leaves out (or flips) the labels it confidently contradicts."""
+    frags, pairs, labels = _pendulum_data(pendulum_batch, 200, seed=7)
+    ds = PreferenceDataset()
+    ds.add(frags, pairs, labels)
+    net = MLPReward(OBS, ACT, ensemble_size=3)
+    cfg = RewardTrainerConfig(epochs=30, val_fraction=0.0, noise_filter=True, seed=0)
+    tr = RewardTrainer(net, cfg)
+    first = tr.train(ds)  # warm start: no filtering on the first call
+    assert "noise_dropped" in first and first["noise_dropped"] == first["noise_flipped"] == 0
+    more_frags, more_pairs, clean = _pendulum_data(pendulum_batch, 40, seed=8)
+    keep = np.abs(clean - 0.5) > 0.4  # clear preferences
+    wrong = 1.0 - clean[keep]  # the teacher got every one of these backwards
+    ds.add(more_frags, more_pairs[keep], wrong)
+    feats = encode_for_test(net, ds)
+    n = len(ds)
+    new_labels, weight, counts = tr._filter_noise(
+        feats, torch.as_tensor(ds.pairs), torch.as_tensor(ds.labels), torch.arange(n)
+    )
+    bad = torch.zeros(n, dtype=torch.bool)
+    bad[n - len(wrong) :] = True
+    caught = (weight == 0) | (new_labels != torch.as_tensor(ds.labels))
+    assert caught[bad].float().mean() >= 0.7  # most wrong labels are left out or flipped
+    assert caught[~bad].float().mean() <= 0.1  # few right ones are
+    assert counts["noise_dropped"] + counts["noise_flipped"] == caught.sum().item()
+    flipped = new_labels != torch.as_tensor(ds.labels)
+    assert torch.equal(new_labels[flipped], 1 - torch.as_tensor(ds.labels)[flipped])
+    m = tr.train(ds)
+    assert m["noise_dropped"] + m["noise_flipped"] > 0
+
+
+def encode_for_test(net, ds):
+    from prefrl.rewards.encode import encode_fragments
+
+    return encode_fragments(net, ds.fragments)

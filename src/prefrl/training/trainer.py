@@ -67,6 +67,17 @@ class RewardTrainerConfig:
     """Seed of the trainer's own random generator (batch order, bootstrap)."""
     keep_freed_memory: bool = True
     """Tune glibc to reuse freed tensor memory instead of returning it to the OS (faster steps)."""
+    crop_min_frac: float = 1.0
+    """Temporal crop (SURF): each training comparison scores a random window of its two clips,
+    of one length drawn in [crop_min_frac * L, L] and a start drawn per clip; 1.0: off."""
+    noise_filter: bool = False
+    """Noise-robust training (RIME): from the second call on, before each epoch the ensemble
+    (warm from earlier training) scores every training pair; a label it gives a probability
+    below noise_drop_below is left out of that epoch, below noise_flip_below it is flipped."""
+    noise_drop_below: float = 0.1
+    """Noise filter: leave out labels the ensemble gives less than this probability."""
+    noise_flip_below: float = 0.02
+    """Noise filter: flip labels the ensemble gives less than this probability (0: never flip)."""
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.grad_accum_steps < 1:
@@ -79,6 +90,13 @@ class RewardTrainerConfig:
             raise ValueError(f"epochs must be positive, got {self.epochs}")
         if not 0.0 <= self.error_rate < 1.0:
             raise ValueError(f"error_rate must lie in [0, 1), got {self.error_rate}")
+        if not 0.0 < self.crop_min_frac <= 1.0:
+            raise ValueError(f"crop_min_frac must lie in (0, 1], got {self.crop_min_frac}")
+        if not 0.0 <= self.noise_flip_below <= self.noise_drop_below < 0.5:
+            raise ValueError(
+                "need 0 <= noise_flip_below <= noise_drop_below < 0.5, got "
+                f"{self.noise_flip_below} and {self.noise_drop_below}"
+            )
 
 
 class RewardTrainer:
@@ -161,7 +179,7 @@ class RewardTrainer:
         dev = net.device
         feats = encode_fragments(net, dataset.fragments)  # [Nf, L, ...]
         pairs = torch.as_tensor(dataset.pairs, device=dev)
-        labels = torch.as_tensor(dataset.labels, device=dev)
+        labels = dataset_labels = torch.as_tensor(dataset.labels, device=dev)
         val = dataset.validation_mask(c.val_fraction)
         train_idx = torch.as_tensor(np.flatnonzero(~val), device=dev)
         val_idx = torch.as_tensor(np.flatnonzero(val), device=dev)
@@ -183,7 +201,11 @@ class RewardTrainer:
         kept: list[tuple[torch.Tensor, torch.Tensor]] = []  # (logits, labels) of the epoch
         epoch_metrics: dict[str, float] = {}
         step = 0
+        weight = torch.ones_like(labels)  # [N] 0 for labels the noise filter leaves out this epoch
+        filtered = {"noise_dropped": 0.0, "noise_flipped": 0.0}
         while step < total_steps:
+            if c.noise_filter and self.calls > 0:
+                labels, weight, filtered = self._filter_noise(feats, pairs, dataset_labels, train_idx)
             if per_member:
                 order = torch.argsort(torch.rand(e, n, generator=self.generator), dim=1).to(dev)
                 epoch_idx = torch.gather(boot, 1, order)  # [E, n]
@@ -197,9 +219,12 @@ class RewardTrainer:
                 for k in range(0, batch.shape[-1], chunk):
                     idx = batch[..., k : k + chunk]
                     rews = net.score(gather(feats, pairs[idx]), per_member=per_member)  # [E, *, 2, L]
+                    if c.crop_min_frac < 1.0:
+                        rews = rews * self._crop_mask(idx.shape, rews.shape[-1], dev)
                     logits = preference_logits(rews, c.discount)  # [E, bc]
-                    y = labels[idx]
-                    loss_e = preference_loss(logits, y, c.error_rate, reduction="none").mean(-1)
+                    y, w = labels[idx], weight[idx]
+                    loss_all = preference_loss(logits, y, c.error_rate, reduction="none")  # [E, bc]
+                    loss_e = (loss_all * w).sum(-1) / w.sum(-1).clamp_min(1.0)
                     loss = loss_e.sum() * (idx.shape[-1] / batch.shape[-1])
                     if use_l2:
                         loss = loss + (self.l2 * net.l2_per_member()).sum() / c.grad_accum_steps
@@ -245,13 +270,46 @@ class RewardTrainer:
             "steps": float(total_steps),
             "wall_s": wall,
             "comparisons_per_s": total_steps * b / wall,
+            **({k: v for k, v in filtered.items()} if c.noise_filter else {}),
         }
         if dataset.fragments.table_rews is not None:
             true = torch.as_tensor(dataset.fragments.returns(c.discount), device=dev)
             true_logits = true[pairs[:, 0]] - true[pairs[:, 1]]
-            metrics["true_reward_loss"] = preference_loss(true_logits, labels, c.error_rate).item()
+            metrics["true_reward_loss"] = preference_loss(true_logits, dataset_labels, c.error_rate).item()
         self.logger.log(metrics, self.global_step)
         return metrics
+
+    def _crop_mask(self, batch_shape: torch.Size, length: int, dev: torch.device) -> torch.Tensor:
+        """``[*batch_shape, 2, L]`` 0/1 windows: one length in [crop_min_frac * L, L] per pair,
+        a start per clip (the two windows are of equal length, so their sums compare)."""
+        lo = max(1, math.ceil(self.config.crop_min_frac * length))
+        n = int(np.prod(batch_shape))
+        size = torch.randint(lo, length + 1, (n, 1, 1), generator=self.generator)
+        start = (torch.rand(n, 2, 1, generator=self.generator) * (length - size + 1)).long()
+        t = torch.arange(length).view(1, 1, length)
+        mask = (t >= start) & (t < start + size)  # [n, 2, L]
+        return mask.to(dev, torch.float32).view(*batch_shape, 2, length)
+
+    @torch.no_grad()
+    def _filter_noise(
+        self, feats: Features, pairs: torch.Tensor, labels: torch.Tensor, train_idx: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:
+        """(labels with confident contradictions flipped ``[N]``, weights 0 for those left out
+        ``[N]``, counts): by the ensemble-mean probability it gives each training label."""
+        c = self.config
+        p = torch.cat([
+            torch.sigmoid(preference_logits(self.net.score(gather(feats, pairs[chunk])), c.discount).mean(0))
+            for chunk in train_idx.split(max(1, c.batch_size * 8))
+        ]) if len(train_idx) else torch.zeros(0, device=labels.device)  # fmt: skip
+        y = labels[train_idx]
+        strict = (y - 0.5).abs() > 0.25  # a preference, not a tie
+        p_label = torch.where(y > 0.5, p, 1 - p)  # [n] the probability the model gives the label
+        flip = strict & (p_label < c.noise_flip_below)
+        drop = strict & (p_label < c.noise_drop_below) & ~flip
+        new_labels, weight = labels.clone(), torch.ones_like(labels)
+        new_labels[train_idx[flip]] = 1.0 - y[flip]
+        weight[train_idx[drop]] = 0.0
+        return new_labels, weight, {"noise_dropped": float(drop.sum()), "noise_flipped": float(flip.sum())}
 
     @torch.no_grad()
     def _validate(
