@@ -241,3 +241,17 @@ def test_warm_start_from_saved_policy(tmp_path) -> None:  # type: ignore[no-unty
     loop.run()
     assert loop.agent.num_timesteps == 400 and loop.agent.learning_starts == 200
     assert not np.allclose(loop.agent.policy.actor.mu.weight.detach(), w)  # and keeps learning
+
+
+def test_techniques_together_in_the_loop() -> None:
+    """SURF (crop + pseudo-labels from this iteration's episodes) and the RIME filter, on
+    together: the loop hands the trainer unlabelled clips and every switch reports."""
+    cfg = LoopConfig(total_steps=800, total_labels=8, iterations=3, initial_steps=200, fragment_length=20)
+    loop = build(cfg)
+    tc = loop.trainer.config
+    tc.pseudo_label_ratio, tc.crop_min_frac, tc.noise_filter = 1.0, 0.5, True
+    loop.run()
+    trained = [h for h in loop.state.history if "reward/train_loss" in h]
+    assert len(trained) >= 2 and all("reward/pseudo_label_frac" in h for h in trained)
+    assert all("reward/noise_dropped" in h for h in trained)
+    assert len(loop.dataset) == 8

@@ -222,3 +222,32 @@ def encode_for_test(net, ds):
     from prefrl.rewards.encode import encode_fragments
 
     return encode_fragments(net, ds.fragments)
+
+
+def test_pseudo_labels_only_above_the_threshold(pendulum_batch):
+    """SURF: an unlabelled pair gets a pseudo-label only where the ensemble is that sure."""
+    frags, pairs, labels = _pendulum_data(pendulum_batch, 150, seed=9)
+    ds = PreferenceDataset()
+    ds.add(frags, pairs, labels)
+    net = MLPReward(OBS, ACT, ensemble_size=3)
+    tr = RewardTrainer(net, RewardTrainerConfig(epochs=20, val_fraction=0.0, pseudo_label_ratio=2.0))
+    unl, _ = sample_fragments(pendulum_batch, 200, 50, np.random.default_rng(10))
+    m = tr.train(ds, unlabelled=unl)
+    assert 0.0 < m["pseudo_label_frac"] <= 1.0
+    feats = tr._unlabelled_features(unl, 50)
+    fracs = []
+    for threshold in (0.6, 0.99, 1.0):
+        tr.config.pseudo_label_threshold = threshold
+        tally = torch.zeros(2)
+        loss = tr._pseudo_loss(feats, 400, tally)
+        fracs.append((tally[1] / tally[0]).item())
+        if threshold == 1.0:  # nothing is that sure: no pseudo-label, no loss
+            assert tally[1] == 0 and loss.item() == 0.0
+    assert fracs[0] > fracs[1] > fracs[2] == 0.0
+    # the pseudo-label is the side the ensemble prefers: the loss is below log 2 per pair
+    tr.config.pseudo_label_threshold = 0.9
+    assert tr._pseudo_loss(feats, 400, torch.zeros(2)).item() / 3 < np.log(2) * 0.5
+    with pytest.raises(ValueError, match="unlabelled clips have length"):
+        tr._unlabelled_features(sample_fragments(pendulum_batch, 4, 20, np.random.default_rng(0))[0], 50)
+    with pytest.raises(ValueError, match="pseudo_label_threshold"):
+        RewardTrainerConfig(pseudo_label_threshold=0.4)

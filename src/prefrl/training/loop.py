@@ -70,6 +70,8 @@ TIE_HINT = (
     "(--loop.active-selection) so that clips differ."
 )
 
+UNLABELLED_CLIPS = 512
+"""Unlabelled clips drawn per reward update for semi-supervised pseudo-labels."""
 HELDOUT_PAIRS = 200
 """Fresh clip pairs per iteration for ``reward/heldout_accuracy`` (see ``PreferenceLoop._correlation``)."""
 
@@ -505,7 +507,7 @@ class PreferenceLoop:
         t0 = time.perf_counter()
         if len(self.dataset) and (self._labels_since_train or self.trainer.calls == 0):
             mult = c.initial_epoch_multiplier if self.trainer.calls == 0 else 1.0
-            rm = self.trainer.train(self.dataset, epoch_multiplier=mult)
+            rm = self.trainer.train(self.dataset, epoch_multiplier=mult, unlabelled=self._unlabelled(batch))
             m.update({f"reward/{k}": v for k, v in rm.items()})
             self._labels_since_train = 0
             self._reward_changed(batch)
@@ -518,6 +520,16 @@ class PreferenceLoop:
             m["time/agent_s"] = time.perf_counter() - t0
         m["env_steps"] = float(self.state.env_steps)
         return m
+
+    def _unlabelled(self, batch: TrajectoryBatch) -> Fragments | None:
+        """Unlabelled clips of this iteration's episodes for the trainer's pseudo-labels (SURF),
+        when it uses them: up to :data:`UNLABELLED_CLIPS`, drawn on a stream of their own."""
+        frags = self.dataset.fragments
+        if self.trainer.config.pseudo_label_ratio <= 0 or frags is None or not batch.num_steps:
+            return None
+        rng = np.random.default_rng([self.config.seed, 104729, self.state.iteration])
+        clips, _ = sample_fragments(batch, UNLABELLED_CLIPS, frags.length, rng, replace=None)
+        return clips if len(clips) >= 2 else None
 
     def _reward_changed(self, batch: TrajectoryBatch) -> None:
         """New reward weights: relabel the replay buffer and reset the normaliser."""

@@ -78,6 +78,13 @@ class RewardTrainerConfig:
     """Noise filter: leave out labels the ensemble gives less than this probability."""
     noise_flip_below: float = 0.02
     """Noise filter: flip labels the ensemble gives less than this probability (0: never flip)."""
+    pseudo_label_ratio: float = 0.0
+    """Semi-supervised (SURF): unlabelled clip pairs per labelled pair in each batch, drawn from
+    the recent episodes the loop passes in; pairs the ensemble is sure about (see
+    pseudo_label_threshold) are trained on with the label it predicts. 0: off."""
+    pseudo_label_threshold: float = 0.99
+    """Semi-supervised: an unlabelled pair gets a pseudo-label only when the ensemble-mean
+    probability of one side is at least this."""
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.grad_accum_steps < 1:
@@ -90,6 +97,11 @@ class RewardTrainerConfig:
             raise ValueError(f"epochs must be positive, got {self.epochs}")
         if not 0.0 <= self.error_rate < 1.0:
             raise ValueError(f"error_rate must lie in [0, 1), got {self.error_rate}")
+        if self.pseudo_label_ratio < 0 or not 0.5 < self.pseudo_label_threshold <= 1.0:
+            raise ValueError(
+                f"need pseudo_label_ratio >= 0 and pseudo_label_threshold in (0.5, 1], got "
+                f"{self.pseudo_label_ratio} and {self.pseudo_label_threshold}"
+            )
         if not 0.0 < self.crop_min_frac <= 1.0:
             raise ValueError(f"crop_min_frac must lie in (0, 1], got {self.crop_min_frac}")
         if not 0.0 <= self.noise_flip_below <= self.noise_drop_below < 0.5:
@@ -158,12 +170,16 @@ class RewardTrainer:
         )  # fmt: skip
         self.stats_seen = int(ds.next_id)
 
-    def train(self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0) -> dict[str, float]:
+    def train(
+        self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0, unlabelled: Fragments | None = None
+    ) -> dict[str, float]:
         """Fit the network to ``dataset``; returns metrics (also sent to the logger).
 
         Args:
             dataset: labelled pairs (at least one outside the validation split).
             epoch_multiplier: scales ``config.epochs`` (e.g. longer first training).
+            unlabelled: clips (same length as the dataset's) to draw pseudo-labelled pairs
+                from when ``config.pseudo_label_ratio > 0``; ignored otherwise.
         """
         c, net = self.config, self.net
         if len(dataset) == 0 or dataset.fragments is None:
@@ -203,6 +219,9 @@ class RewardTrainer:
         step = 0
         weight = torch.ones_like(labels)  # [N] 0 for labels the noise filter leaves out this epoch
         filtered = {"noise_dropped": 0.0, "noise_flipped": 0.0}
+        semi = self._unlabelled_features(unlabelled, dataset.fragments.length)
+        n_u = max(1, round(c.pseudo_label_ratio * b))
+        pseudo = torch.zeros(2, device=dev)  # [pairs drawn, pairs pseudo-labelled]
         while step < total_steps:
             if c.noise_filter and self.calls > 0:
                 labels, weight, filtered = self._filter_noise(feats, pairs, dataset_labels, train_idx)
@@ -226,6 +245,8 @@ class RewardTrainer:
                     loss_all = preference_loss(logits, y, c.error_rate, reduction="none")  # [E, bc]
                     loss_e = (loss_all * w).sum(-1) / w.sum(-1).clamp_min(1.0)
                     loss = loss_e.sum() * (idx.shape[-1] / batch.shape[-1])
+                    if semi is not None and k == 0:  # once per step: unlabelled pairs, sure ones only
+                        loss = loss + self._pseudo_loss(semi, n_u, pseudo)
                     if use_l2:
                         loss = loss + (self.l2 * net.l2_per_member()).sum() / c.grad_accum_steps
                     loss.backward()
@@ -271,6 +292,9 @@ class RewardTrainer:
             "wall_s": wall,
             "comparisons_per_s": total_steps * b / wall,
             **({k: v for k, v in filtered.items()} if c.noise_filter else {}),
+            **(
+                {"pseudo_label_frac": (pseudo[1] / pseudo[0].clamp_min(1)).item()} if semi is not None else {}
+            ),
         }
         if dataset.fragments.table_rews is not None:
             true = torch.as_tensor(dataset.fragments.returns(c.discount), device=dev)
@@ -278,6 +302,35 @@ class RewardTrainer:
             metrics["true_reward_loss"] = preference_loss(true_logits, dataset_labels, c.error_rate).item()
         self.logger.log(metrics, self.global_step)
         return metrics
+
+    def _unlabelled_features(self, unlabelled: Fragments | None, length: int) -> Features | None:
+        """Encoded unlabelled clips ``[Nu, L, ...]`` when pseudo-labelling is on and there are 2+."""
+        if self.config.pseudo_label_ratio <= 0 or unlabelled is None or len(unlabelled) < 2:
+            return None
+        if unlabelled.length != length:
+            raise ValueError(f"unlabelled clips have length {unlabelled.length}, the dataset's {length}")
+        return encode_fragments(self.net, unlabelled)
+
+    def _pseudo_loss(self, feats: Features, n: int, tally: torch.Tensor) -> torch.Tensor:
+        """Loss on ``n`` random pairs of unlabelled clips that the ensemble is sure about,
+        labelled with the side it prefers (summed over members, as the labelled loss)."""
+        c, net = self.config, self.net
+        n_clips = int(next(iter(feats.values())).shape[0]) if isinstance(feats, dict) else int(feats.shape[0])
+        first = torch.randint(0, n_clips, (n,), generator=self.generator)
+        second = (first + torch.randint(1, n_clips, (n,), generator=self.generator)) % n_clips  # never itself
+        pairs = torch.stack([first, second], 1).to(net.device)  # [n, 2]
+        rews = net.score(gather(feats, pairs))  # [E, n, 2, L]
+        if c.crop_min_frac < 1.0:
+            rews = rews * self._crop_mask(torch.Size([n]), rews.shape[-1], net.device)
+        logits = preference_logits(rews, c.discount)  # [E, n]
+        with torch.no_grad():  # sure: ensemble-mean P(one side) >= threshold, compared as logits
+            mean = logits.mean(0)  # [n]
+            t = c.pseudo_label_threshold
+            sure = (mean.abs() >= (math.log(t / (1 - t)) if t < 1 else math.inf)).float()
+            y = (mean > 0).float()
+        tally += torch.stack([torch.tensor(float(n), device=tally.device), sure.sum()])
+        loss = preference_loss(logits, y, 0.0, reduction="none")  # [E, n]
+        return ((loss * sure).sum(-1) / sure.sum().clamp_min(1.0)).sum()
 
     def _crop_mask(self, batch_shape: torch.Size, length: int, dev: torch.device) -> torch.Tensor:
         """``[*batch_shape, 2, L]`` 0/1 windows: one length in [crop_min_frac * L, L] per pair,
