@@ -255,3 +255,24 @@ def test_techniques_together_in_the_loop() -> None:
     assert len(trained) >= 2 and all("reward/pseudo_label_frac" in h for h in trained)
     assert all("reward/noise_dropped" in h for h in trained)
     assert len(loop.dataset) == 8
+
+
+def test_exploration_bonus_follows_disagreement_and_decays() -> None:
+    """RUNE: the agent's reward gains bonus x ensemble std, and the bonus decays with steps."""
+    cfg = LoopConfig(total_steps=800, total_labels=8, iterations=3, initial_steps=200, fragment_length=20,
+                     exploration_bonus=0.5, exploration_bonus_decay=1e-3)  # fmt: skip
+    loop = build(cfg)
+    assert loop.bonus_weight() == 0.5
+    loop.run()
+    assert loop.bonus_weight() == pytest.approx(0.5 * 0.999**800)
+    rng = np.random.default_rng(0)
+    obs, acts = rng.normal(size=(64, 3)).astype(np.float32), rng.normal(size=(64, 1)).astype(np.float32)
+    nxt = rng.normal(size=(64, 3)).astype(np.float32)
+    _, std = loop.net.predict(obs, acts, nxt)
+    assert std.max() > 0  # two members that disagree somewhere
+    loop.reward.bonus = 0.0
+    plain = loop.reward.raw(obs, acts, nxt)
+    loop.reward.bonus = 2.0
+    np.testing.assert_allclose(loop.reward.raw(obs, acts, nxt) - plain, 2.0 * std, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="exploration_bonus_decay"):
+        LoopConfig(exploration_bonus_decay=1.0)

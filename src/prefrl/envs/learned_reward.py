@@ -92,13 +92,19 @@ class LearnedReward:
         self.normalizer = RewardNormalizer()
         self.intrinsic: Any = None
         """When set (``f(next_obs) -> [B]``), it replaces the learned reward (unsupervised pre-training)."""
+        self.bonus = 0.0
+        """Weight of the exploration bonus (RUNE): ``bonus x`` the ensemble's std is added to
+        the reward, so the agent seeks what the reward model is unsure about (the loop decays it)."""
 
     @torch.no_grad()
     def raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> np.ndarray:
         """Ensemble-mean reward ``[*lead]`` for transitions ``[*lead, ...]``, minus the
-        absorbing-state reward (unnormalised)."""
-        mean, _ = self.net.predict(obs, acts, next_obs, dones)
-        return (mean - self.net.absorbing_value()).astype(np.float32)
+        absorbing-state reward (unnormalised), plus ``bonus x`` the ensemble std."""
+        mean, std = self.net.predict(obs, acts, next_obs, dones)
+        out = mean - self.net.absorbing_value()
+        if self.bonus:
+            out = out + self.bonus * std
+        return out.astype(np.float32)
 
     def __call__(
         self, obs: Any, acts: Any, next_obs: Any, dones: Any = None

@@ -122,6 +122,11 @@ class LoopConfig:
     """Keep at most this many comparisons (oldest dropped); None keeps all."""
     exploration_frac: float = 0.0
     """Share of query clips taken from random-action episodes (exploration mixing)."""
+    exploration_bonus: float = 0.0
+    """RUNE: the agent's reward gets this weight x the reward ensemble's std (its
+    disagreement), decaying as exploration_bonus x (1 - exploration_bonus_decay)^env_steps; 0: off."""
+    exploration_bonus_decay: float = 1e-4
+    """RUNE: decay of the exploration bonus per environment step."""
     end_clip_frac: OptFloat = None
     """Share of query clips drawn among those that contain a terminated episode's end (a fall,
     a goal), when the episodes to query have any; the rest are drawn uniformly. None (auto):
@@ -145,6 +150,11 @@ class LoopConfig:
             raise ValueError(f"end_clip_frac must lie in [0, 1], got {self.end_clip_frac}")
         if not 0.0 <= self.exploration_frac < 1.0:
             raise ValueError(f"exploration_frac must lie in [0, 1), got {self.exploration_frac}")
+        if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
+            raise ValueError(
+                f"need exploration_bonus >= 0 and exploration_bonus_decay in [0, 1), got "
+                f"{self.exploration_bonus} and {self.exploration_bonus_decay}"
+            )
         if self.transition_oversampling < 1.0:
             raise ValueError(f"transition_oversampling must be >= 1, got {self.transition_oversampling}")
         if self.active_selection_oversampling < 1:
@@ -482,6 +492,8 @@ class PreferenceLoop:
     def _iteration(self, i: int) -> dict[str, float]:
         c = self.config
         m: dict[str, float] = {"iteration": float(i)}
+        if self.reward is not None:  # RUNE: the bonus of this iteration (also in a relabelled buffer)
+            self.reward.bonus = self.bonus_weight()
         batch = self._gather_episodes()
         if self.trajectories is None and batch.rews is not None and batch.num_steps:
             m["rollout/true_return"] = float(np.mean(batch.episode_returns()))
@@ -520,6 +532,13 @@ class PreferenceLoop:
             m["time/agent_s"] = time.perf_counter() - t0
         m["env_steps"] = float(self.state.env_steps)
         return m
+
+    def bonus_weight(self) -> float:
+        """The exploration bonus's weight now: ``exploration_bonus (1 - decay)^env_steps``."""
+        c = self.config
+        if c.exploration_bonus <= 0:
+            return 0.0
+        return c.exploration_bonus * (1.0 - c.exploration_bonus_decay) ** self.state.env_steps
 
     def _unlabelled(self, batch: TrajectoryBatch) -> Fragments | None:
         """Unlabelled clips of this iteration's episodes for the trainer's pseudo-labels (SURF),
