@@ -23,6 +23,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecTransposeImage, is_vecenv_wrapped
 
 from prefrl.agents.policies import resolve_policy
+from prefrl.agents.replay import HybridDictReplayBuffer, HybridReplayBuffer
 from prefrl.data.trajectories import load_npz_checked
 from prefrl.envs.atari import is_atari_id, make_atari_env, register_ale, use_atari_preprocessing
 
@@ -60,6 +61,11 @@ class AgentConfig:
     """Further keyword arguments of the SB3 class as a JSON object, e.g. '{"tau": 0.01}'."""
     device: str = "cpu"
     """Torch device of the agent."""
+    hybrid_replay: float = 0.0
+    """Off-policy agents (QPA's hybrid replay): share of every batch drawn from the newest
+    hybrid_replay_window transitions, the rest uniformly; 0: SB3's uniform replay."""
+    hybrid_replay_window: int = 10_000
+    """Hybrid replay: how many of the newest transitions count as recent."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS and self.algo != AUTO:
@@ -70,6 +76,11 @@ class AgentConfig:
             raise ValueError(f"agent extra must be a JSON object, got {self.extra!r} ({e})") from e
         if not isinstance(extra, dict):
             raise ValueError(f"agent extra must be a JSON object, got {self.extra!r}")
+        if not 0.0 <= self.hybrid_replay <= 1.0 or self.hybrid_replay_window < 1:
+            raise ValueError(
+                f"need hybrid_replay in [0, 1] and hybrid_replay_window >= 1, got {self.hybrid_replay} "
+                f"and {self.hybrid_replay_window}"
+            )
 
     @property
     def off_policy(self) -> bool:
@@ -177,6 +188,15 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts
         kwargs.update(
             batch_size=config.batch_size, buffer_size=config.buffer_size, learning_starts=learning_starts
         )
+        if config.hybrid_replay > 0:
+            dict_obs = isinstance(venv.observation_space, gym.spaces.Dict)
+            kwargs.update(
+                replay_buffer_class=HybridDictReplayBuffer if dict_obs else HybridReplayBuffer,
+                replay_buffer_kwargs={
+                    "recent_frac": config.hybrid_replay,
+                    "recent_size": max(1, config.hybrid_replay_window // venv.num_envs),
+                },
+            )
     else:
         kwargs.update(n_steps=config.n_steps)
         if config.algo == "ppo":
