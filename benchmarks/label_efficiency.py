@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run only one side (to spread seeds over processes; combine with --combine)",
     )
     p.add_argument("--combine", action="store_true", help="only combine the per-seed results found in --out")
+    p.add_argument("--method", default="baseline", choices=list(METHODS),
+                   help="a preset of techniques for the learned runs (see METHODS; --loop options are "
+                        "applied on top); named in the output directory unless baseline")  # fmt: skip
     p.add_argument("--loop", action="append", default=[], metavar="NAME=VALUE",
                    help="set an option of the learned runs (JSON value): a LoopConfig field, e.g. "
                         "end_clip_frac=0.25, or SECTION.NAME for another section of `prefrl train`'s "
@@ -91,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     probe.close()
     torch.set_num_threads(a.threads)
     t_all = time.perf_counter()
-    a.loop_options = parse_loop_options(a.loop)
-    named = dict(a.loop_options)
+    explicit = parse_loop_options(a.loop)
+    a.loop_options = {**METHODS[a.method], **explicit}
+    named: dict[str, object] = dict(explicit)
+    if a.method != "baseline":
+        named["method"] = a.method
     if a.iterations != DEFAULT_ITERATIONS:  # a non-default schedule is part of the configuration
         named["iterations"] = a.iterations
     suffix = "".join(f"-{k}={v}" for k, v in sorted(named.items()))
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     res = combine(out, random_ret)
     res.update(env=a.env, agent=a.agent, teacher=a.teacher, labels=a.labels, steps=a.steps,
-               iterations=a.iterations, loop_options=a.loop_options,
+               iterations=a.iterations, loop_options=a.loop_options, method=a.method,
                wall_s=time.perf_counter() - t_all)  # fmt: skip
     write_json(out / "result.json", res)
     print(dumps(res))
@@ -118,6 +124,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 SECTIONS = ("loop", "trainer", "reward", "agent", "env")
+
+SURF = {
+    "trainer.crop_min_frac": 0.7,
+    "trainer.pseudo_label_ratio": 1.0,
+    "trainer.pseudo_label_threshold": 0.99,
+}
+METHODS: dict[str, dict[str, object]] = {
+    "baseline": {},
+    "crop": {"trainer.crop_min_frac": 0.7},  # SURF's temporal cropping alone
+    "pseudo": {k: v for k, v in SURF.items() if "pseudo" in k},  # SURF's pseudo-labels alone
+    "surf": SURF,
+    "rime": {"trainer.noise_filter": True},
+    "rune": {"exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5},
+    "qpa": {"agent.hybrid_replay": 0.5},  # queries already come from the latest episodes
+    "all": {**SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5,
+            "agent.hybrid_replay": 0.5},
+}  # fmt: skip
+"""Technique presets (``--method``): option sets of the learned runs, as ``--loop`` takes them."""
 
 
 def parse_loop_options(items: list[str]) -> dict[str, object]:
@@ -174,7 +198,7 @@ def run_seed(a: argparse.Namespace, agent_cfg: AgentConfig, out: Path, seed: int
     out.mkdir(parents=True, exist_ok=True)
     if a.only in ("both", "learned") and not (out / f"seed{seed}-learned.json").exists():
         cfg = TrainConfig(seed=seed, teacher=a.teacher, run_dir=str(out / f"learned-seed{seed}"), force=True,
-                          progress=False, eval_episodes=a.eval_episodes, agent=agent_cfg,
+                          progress=False, eval_episodes=a.eval_episodes, agent=dataclasses.replace(agent_cfg),
                           threads=a.threads)  # fmt: skip
         cfg.env.id = a.env
         cfg.loop.total_steps, cfg.loop.total_labels = a.steps, a.labels
