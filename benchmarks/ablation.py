@@ -1,0 +1,138 @@
+"""Ablation table and plot of the label-efficiency techniques, from result files.
+
+    python benchmarks/ablation.py benchmarks/results --plot docs/figures/ablation.png \\
+        --write docs/benchmarks.md
+
+Reads every ``result.json`` of ``label_efficiency.py`` below the folder that ran a technique
+preset (``--method``; older results, run with older defaults, are left to ``summarize.py``)
+with nothing else changed, and prints a Markdown table: one row per environment,
+teacher, label budget and step count, one column per method, each cell the median score
+over seeds with its range and seed count. ``--write`` puts the table into a Markdown file
+between ``<!-- ablation:start -->`` and ``<!-- ablation:end -->``; ``--plot`` draws score
+against labels, one panel per environment and teacher, one line per method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+START, END = "<!-- ablation:start -->", "<!-- ablation:end -->"
+
+
+def _load(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> str | None:
+    """The preset a result ran with; ``None`` for results with options beyond a preset."""
+    if result.get("iterations", 14) != 14:
+        return None
+    name = result.get("method")  # results from before the presets ran with older defaults: left out
+    opts = dict(result.get("loop_options") or {})
+    return name if name is not None and opts == presets.get(name) else None
+
+
+def cell(scores: list[float]) -> str:
+    s = np.asarray(scores)
+    spread = f" ({s.min():.2f}–{s.max():.2f})" if len(s) > 1 else ""
+    return f"**{np.median(s):.2f}**{spread} n={len(s)}"
+
+
+def rows(
+    results: list[dict[str, Any]], presets: dict[str, dict[str, object]]
+) -> dict[tuple, dict[str, list]]:
+    """``{(env, teacher, labels, steps): {method: per-seed scores}}``."""
+    out: dict[tuple, dict[str, list]] = {}
+    for r in results:
+        m = method_of(r, presets)
+        if m is None:
+            continue
+        key = (r["env"], r.get("teacher", "oracle"), r["labels"], r["steps"])
+        out.setdefault(key, {})[m] = list(r["scores"])
+    return out
+
+
+def table(grid: dict[tuple, dict[str, list]], methods: list[str]) -> str:
+    used = [m for m in methods if any(m in v for v in grid.values())]
+    head = "| environment | teacher | labels | steps | " + " | ".join(used) + " |"
+    lines = [head, "|" + "---|" * (4 + len(used))]
+    for (env, teacher, labels, steps), by in sorted(grid.items()):
+        cells = [cell(by[m]) if m in by else "" for m in used]
+        lines.append(f"| {env} | {teacher} | {labels} | {steps:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(grid: dict[tuple, dict[str, list]], methods: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(env, teacher, steps) for env, teacher, _, steps in grid})
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+    for ax, (env, teacher, steps) in zip(axes[0], panels):
+        for k, m in enumerate(methods):
+            pts = sorted((lab, by[m]) for (e, t, lab, s), by in grid.items()
+                         if (e, t, s) == (env, teacher, steps) and m in by)  # fmt: skip
+            if not pts:
+                continue
+            x = [p[0] for p in pts]
+            med = [float(np.median(p[1])) for p in pts]
+            lo = [med[i] - min(p[1]) for i, p in enumerate(pts)]
+            hi = [max(p[1]) - med[i] for i, p in enumerate(pts)]
+            ax.errorbar(x, med, yerr=[lo, hi], marker="os^Dvpx*"[k % 8], capsize=3, label=m, color=f"C{k}")
+        ax.axhline(0.9, color="grey", ls="--", lw=0.8)
+        ax.axhline(0.0, color="grey", lw=0.5)
+        ax.set_xscale("log")
+        ax.set_title(f"{env}, {teacher} teacher, {steps:,} steps", fontsize=9)
+        ax.set_xlabel("labels")
+        ax.set_ylabel("score (median, range over seeds)")
+        ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def write_into(doc: Path, text: str) -> None:
+    """Replace the part of ``doc`` between the ablation markers with ``text``."""
+    body = doc.read_text()
+    if START not in body or END not in body:
+        raise SystemExit(f"{doc}: no {START} ... {END} markers to write the table between")
+    head, rest = body.split(START, 1)
+    _, tail = rest.split(END, 1)
+    doc.write_text(f"{head}{START}\n{text}\n{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", type=Path, help="a directory searched for result.json files")
+    p.add_argument("--plot", type=Path, default=None, help="write the score-vs-labels plot here (.png)")
+    p.add_argument("--write", type=Path, default=None, help="put the table into this Markdown file")
+    a = p.parse_args(argv)
+    presets = _load("label_efficiency").METHODS
+    grid = rows(_load("summarize").load_results(a.results), presets)
+    if not grid:
+        raise SystemExit(f"{a.results}: no results of a technique preset")
+    text = table(grid, list(presets))
+    print(text)
+    if a.write is not None:
+        write_into(a.write, text)
+    if a.plot is not None:
+        plot(grid, list(presets), a.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

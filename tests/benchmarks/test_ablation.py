@@ -1,0 +1,55 @@
+"""The ablation table: results grouped by technique preset, median and range per cell."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module(name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"benchmarks/{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _result(tmp: Path, name: str, method: str | None, opts: dict, scores: list[float], **kw) -> None:  # type: ignore[no-untyped-def]
+    d = tmp / name
+    d.mkdir()
+    res = {
+        "env": "HalfCheetah-v5", "agent": "sac", "teacher": kw.get("teacher", "oracle"),
+        "labels": kw.get("labels", 50), "steps": 100_000, "iterations": 14, "loop_options": opts,
+        "scores": scores, "seeds": list(range(len(scores))), "learned_return": 1.0, "oracle_return": 2.0,
+        "median_normalized_score": sorted(scores)[len(scores) // 2], "random_return": 0.0,
+        "learned_train_wall_s": 1.0,
+    }  # fmt: skip
+    if method is not None:
+        res["method"] = method
+    (d / "result.json").write_text(json.dumps(res))
+
+
+def test_table_has_a_column_per_method_and_a_row_per_setting(tmp_path: Path) -> None:
+    ab, le = _module("ablation"), _module("label_efficiency")
+    _result(tmp_path, "a", "baseline", {}, [0.2, 0.5, 0.4])
+    _result(tmp_path, "b", "surf", le.METHODS["surf"], [0.9, 0.7, 1.1])
+    _result(tmp_path, "c", "rime", le.METHODS["rime"], [0.8], teacher="mistake", labels=100)
+    _result(tmp_path, "old", None, {}, [0.1])  # before presets (older defaults): left out
+    _result(tmp_path, "tuned", "surf", {**le.METHODS["surf"], "trainer.lr": 0.1}, [2.0])  # not the preset
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"# B\n\n{ab.START}\nold table\n{ab.END}\n\nafter\n")
+    assert ab.main([str(tmp_path), "--write", str(doc), "--plot", str(tmp_path / "p.png")]) == 0
+    text = doc.read_text()
+    assert "old table" not in text and text.endswith("\n\nafter\n")
+    lines = text.split(ab.START)[1].split(ab.END)[0].strip().splitlines()
+    assert lines[0] == "| environment | teacher | labels | steps | baseline | surf | rime |"
+    assert lines[2] == "| HalfCheetah-v5 | mistake | 100 | 100,000 |  |  | **0.80** n=1 |"
+    assert lines[3] == ("| HalfCheetah-v5 | oracle | 50 | 100,000 | **0.40** (0.20–0.50) n=3 "
+                        "| **0.90** (0.70–1.10) n=3 |  |")  # fmt: skip
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    with pytest.raises(SystemExit, match="markers"):
+        ab.write_into(tmp_path / "a" / "result.json", "x")
