@@ -33,8 +33,14 @@ def load_results(root: Path) -> list[dict[str, Any]]:
 
 
 def options(result: dict[str, Any]) -> str:
-    """The options a result was run with, as ``name=value`` text (empty for defaults)."""
-    named = dict(result.get("loop_options") or {})
+    """The options a result was run with, as ``name=value`` text (empty for defaults): a
+    technique preset by name, a teacher other than the oracle, explicit options."""
+    method = result.get("method", "baseline")
+    named = {} if method != "baseline" else dict(result.get("loop_options") or {})
+    if method != "baseline":
+        named["method"] = method  # a preset of label_efficiency.py (its options are in the result)
+    if result.get("teacher", "oracle") != "oracle":
+        named["teacher"] = result["teacher"]
     if result.get("iterations", 14) != 14:
         named["iterations"] = result["iterations"]
     return " ".join(f"{k}={v}" for k, v in sorted(named.items()))
