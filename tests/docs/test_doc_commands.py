@@ -274,6 +274,12 @@ RULES: tuple[Rule, ...] = (
         lambda a: ["summary.png" if x.endswith(".png") else x for x in a],
         outputs=lambda a: ["summary.png"] if has(a, "--plot") else [],
     ),
+    Rule(  # likewise: the committed results, the plot into the sandbox
+        "benchmarks/ablation.py",
+        script_is("benchmarks/ablation.py"),
+        lambda a: ["ablation.png" if x.endswith(".png") else x for x in a],
+        outputs=lambda a: ["ablation.png"] if has(a, "--plot") else [],
+    ),
     Rule(
         "benchmarks/reward_learning.py",
         script_is("benchmarks/reward_learning.py"),
