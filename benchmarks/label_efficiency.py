@@ -22,14 +22,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.evaluate import evaluate_returns, train_on_true_reward
 from prefrl.agents.sb3 import (
     ALGOS,
     AgentConfig,
     check_env_id,
-    make_agent,
     make_env,
-    make_vec_env,
     resolve_algo,
 )
 from prefrl.cli.train import TrainConfig, train
@@ -38,19 +36,6 @@ from prefrl.teachers import PRESETS
 from prefrl.training.loop import LoopConfig
 
 DEFAULT_ITERATIONS = 14
-
-
-def oracle_run(agent_cfg: AgentConfig, env_id: str, steps: int, seed: int, run_dir: Path, episodes: int,
-               learning_starts: int) -> tuple[float, float, float]:  # fmt: skip
-    """Train the same agent on the true reward; returns (mean true return, wall s, CPU s)."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    agent = make_agent(agent_cfg, make_vec_env(env_id, agent_cfg.n_envs, seed=seed), seed=seed,
-                       learning_starts=learning_starts)  # fmt: skip
-    agent.learn(steps)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    run_dir.mkdir(parents=True, exist_ok=True)
-    agent.save(str(run_dir / "policy.zip"))
-    return float(evaluate_returns(env_id, agent, episodes).mean()), wall, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,7 +200,7 @@ def run_seed(a: argparse.Namespace, agent_cfg: AgentConfig, out: Path, seed: int
             done.write_text(prev.read_text())
             print(f"seed {seed}: oracle reused from {prev.parent.name}", file=sys.stderr, flush=True)
             return
-        ret, wall, cpu = oracle_run(
+        ret, wall, cpu = train_on_true_reward(
             agent_cfg, a.env, a.steps, seed, out / f"oracle-seed{seed}", a.eval_episodes, initial
         )
         write_json(out / f"seed{seed}-oracle.json", {"return": ret, "wall_s": wall, "cpu_s": cpu})

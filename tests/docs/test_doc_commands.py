@@ -76,6 +76,7 @@ EXCLUDED: dict[str, str] = {
     "python -m venv": "creates a virtual environment (an install step)",
     "bash .ci/run": "CI from nothing: installs Chromium and the package, lints, then runs the whole suite",
     "scripts/postgres.sh": "starts a PostgreSQL server (installs Debian's package as root); .ci/run runs it",
+    "HEAD_IP": "a Ray cluster at a placeholder address (tests/cli/test_sweep.py starts a real one)",
     "@db.example/": "a team deployment: a PostgreSQL server at a placeholder host and a shared clip mount",
 }
 
@@ -160,6 +161,34 @@ def train_short(argv: list[str]) -> list[str]:
 
 def train_outputs(argv: list[str]) -> list[str]:
     return [f"{opt(argv, '--run-dir')}/report.json"]
+
+
+SWEEP_SET = tuple(
+    "loop.initial_steps=200 loop.iterations=2 loop.fragment_length=20 agent.net_arch=[16,16] "
+    "agent.batch_size=32 agent.n_steps=64 reward.hidden=[16,16] trainer.epochs=5".split()
+)
+
+
+def sweep_short(argv: list[str]) -> list[str]:
+    """One seed, one small budget, 400 steps, 2 CPUs; the doc's --set options kept, tiny nets added."""
+    out: list[str] = []
+    skip = False
+    multi = {"--labels", "--seeds", "--steps", "--eval-episodes"}
+    for a in argv:
+        if skip and a.startswith("--"):
+            skip = False
+        if skip:
+            continue
+        if a in multi:
+            skip = True
+            continue
+        out.append(a)
+        if a == "--set":
+            out.extend(SWEEP_SET)
+    if "--set" not in argv:
+        out.extend(["--set", *SWEEP_SET])
+    short = "--labels 3 --seeds 1 --steps 400 --eval-episodes 1 --num-cpus 2 --no-progress"
+    return [*out, *short.split()]
 
 
 def label_sub(argv: list[str]) -> str:
@@ -273,6 +302,13 @@ RULES: tuple[Rule, ...] = (
         script_is("benchmarks/summarize.py"),
         lambda a: ["summary.png" if x.endswith(".png") else x for x in a],
         outputs=lambda a: ["summary.png"] if has(a, "--plot") else [],
+    ),
+    Rule(
+        "prefrl sweep",
+        command_is("prefrl", "sweep"),
+        sweep_short,
+        slow=lambda a: True,
+        outputs=lambda a: [f"{opt(a, '--out')}/summary.md", f"{opt(a, '--out')}/results.jsonl"],
     ),
     Rule(  # likewise: the committed results, the plot into the sandbox
         "benchmarks/ablation.py",

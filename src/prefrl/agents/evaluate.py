@@ -42,3 +42,25 @@ def evaluate_returns(
             assert ep.infos is not None
             imageio.mimsave(out / f"episode_{i}.mp4", list(ep.infos["frames"]), fps=fps)
     return batch.episode_returns()
+
+
+def train_on_true_reward(
+    agent_cfg: Any, env_id: str, steps: int, seed: int, run_dir: str | Path, episodes: int = 10,
+    learning_starts: int = 0,
+) -> tuple[float, float, float]:  # fmt: skip
+    """The reference run: the same agent trained on the environment's own reward.
+
+    Saves ``run_dir/policy.zip``; returns (mean true return over ``episodes``, wall s, CPU s).
+    """
+    import time
+
+    from prefrl.agents.sb3 import make_agent, make_vec_env
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    venv = make_vec_env(env_id, agent_cfg.n_envs, seed=seed)
+    agent = make_agent(agent_cfg, venv, seed=seed, learning_starts=learning_starts)
+    agent.learn(steps)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    agent.save(str(Path(run_dir) / "policy.zip"))
+    return float(evaluate_returns(env_id, agent, episodes).mean()), wall, cpu

@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("prefrl.cli.train", "train an agent and a reward model from preferences"),
     "evaluate": ("prefrl.cli.evaluate", "measure a run's policy on the true reward, record videos"),
     "rollouts": ("prefrl.cli.rollouts", "write trajectories of a policy (or random) to a file"),
+    "sweep": ("prefrl.cli.sweep", "run a grid of train runs (envs x budgets x teachers x seeds) on Ray"),
     "label": ("prefrl.cli.label", "serve the labelling web app / manage labellers"),
     "interpret": ("prefrl.cli.interpret", "evaluate and visualise what a learned reward rewards"),
 }

@@ -1,0 +1,154 @@
+"""What a person reads after ``prefrl sweep``: a results file, a summary table and plots.
+
+score = (learned return - random return) / (true-reward return - random return), with the
+true-reward return averaged over the seeds of that environment, as in
+``benchmarks/label_efficiency.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prefrl.storage.checkpoint import read_json, write_json
+
+
+def random_return(out: Path, env_id: str, episodes: int) -> float:
+    """Mean return of random actions in ``env_id`` (cached in ``out/random/``)."""
+    from prefrl.agents.evaluate import evaluate_returns
+
+    path = out / "random" / f"{env_id.replace('/', '_')}.json"
+    if path.exists():
+        return float(read_json(path, "random-return file")["return"])
+    ret = float(evaluate_returns(env_id, None, episodes).mean())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"env": env_id, "episodes": episodes, "return": ret})
+    return ret
+
+
+def collect(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: int) -> list[dict[str, Any]]:
+    """One record per finished learned cell, scored against the finished reference runs."""
+
+    def result(cell: Any) -> dict[str, Any] | None:
+        path = out / "cells" / cell.name / "result.json"
+        return read_json(path, "cell result") if path.exists() else None
+
+    ref: dict[tuple[str, str, int], list[float]] = {}
+    for c in oracle:
+        r = result(c)
+        if r is not None:
+            ref.setdefault((c.env, c.agent, c.steps), []).append(float(r["return"]))
+    rows = []
+    for c in learned:
+        r = result(c)
+        if r is None:
+            continue
+        rand = random_return(out, c.env, episodes)
+        refs = ref.get((c.env, c.agent, c.steps))
+        oracle_ret = float(np.mean(refs)) if refs else None
+        score = None
+        if oracle_ret is not None and oracle_ret != rand:
+            score = (float(r["return"]) - rand) / (oracle_ret - rand)
+        rows.append({
+            "env": c.env, "agent": c.agent, "teacher": c.teacher, "labels": c.labels, "steps": c.steps,
+            "seed": c.seed, "return": float(r["return"]), "true_reward_return": oracle_ret,
+            "random_return": rand, "score": score, "wall_s": float(r["wall_s"]),
+            "labels_used": r.get("labels_used"), "node_id": r.get("node_id"),
+        })  # fmt: skip
+    return rows
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: median score, range and seeds per environment, agent, teacher and budget."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["env"], r["agent"], r["teacher"], r["labels"], r["steps"]), []).append(r)
+    lines = [
+        "| environment | agent | teacher | labels | steps | seeds | median score | score range "
+        "| median return | true-reward return | random return | median wall time |",
+        "|" + "---|" * 12,
+    ]
+    for (env, agent, teacher, labels, steps), rs in sorted(groups.items()):
+        scores = [r["score"] for r in rs if r["score"] is not None]
+        med = f"**{np.median(scores):.2f}**" if scores else "–"
+        rng = f"{min(scores):.2f}–{max(scores):.2f}" if scores else "–"
+        ref = rs[0]["true_reward_return"]
+        lines.append(
+            f"| {env} | {agent} | {teacher} | {labels} | {steps:,} | {len(rs)} | {med} | {rng} "
+            f"| {np.median([r['return'] for r in rs]):.1f} | {'–' if ref is None else f'{ref:.1f}'} "
+            f"| {rs[0]['random_return']:.1f} | {np.median([r['wall_s'] for r in rs]):.0f} s |"
+        )
+    return "\n".join(lines)
+
+
+def plot_scores(rows: list[dict[str, Any]], path: Path) -> None:
+    """Score against labels, one panel per environment, one line per teacher, seed range as a band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = sorted({r["env"] for r in rows})
+    fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.6), squeeze=False)
+    for ax, env in zip(axes[0], envs):
+        for k, teacher in enumerate(sorted({r["teacher"] for r in rows if r["env"] == env})):
+            by: dict[int, list[float]] = {}
+            for r in rows:
+                if r["env"] == env and r["teacher"] == teacher and r["score"] is not None:
+                    by.setdefault(r["labels"], []).append(r["score"])
+            if not by:
+                continue
+            x = sorted(by)
+            ax.plot(x, [np.median(by[n]) for n in x], marker="o", color=f"C{k}", label=teacher)
+            ax.fill_between(x, [min(by[n]) for n in x], [max(by[n]) for n in x], color=f"C{k}", alpha=0.2)
+        ax.axhline(0.9, color="grey", ls="--", lw=0.8)
+        ax.axhline(0.0, color="grey", lw=0.5)
+        ax.set_title(env, fontsize=9)
+        ax.set_xlabel("labels")
+        ax.set_ylabel("score (median; band: seed range)")
+        ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_wall(out: Path, cells: Sequence[Any], path: Path) -> None:
+    """Wall time of every finished cell (learned and reference runs), longest first."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    times = []
+    for c in cells:
+        p = out / "cells" / c.name / "result.json"
+        if p.exists():
+            times.append((float(json.loads(p.read_text())["wall_s"]), c.name, c.kind))
+    times.sort(reverse=True)
+    fig, ax = plt.subplots(figsize=(8.0, 0.25 * len(times) + 1.2))
+    ax.barh([t[1] for t in times], [t[0] for t in times],
+            color=["C1" if t[2] == "oracle" else "C0" for t in times])  # fmt: skip
+    ax.invert_yaxis()
+    ax.tick_params(axis="y", labelsize=6)
+    ax.set_xlabel("wall time per cell (s); orange: runs on the true reward")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_reports(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: int) -> dict[str, Any]:
+    """``results.jsonl``, ``summary.md``, ``score_vs_labels.png``, ``wall_time.png`` in ``out``."""
+    rows = collect(out, learned, oracle, episodes)
+    with open(out / "results.jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    table = summary_table(rows)
+    (out / "summary.md").write_text(table + "\n")
+    if rows:
+        plot_scores(rows, out / "score_vs_labels.png")
+    plot_wall(out, [*oracle, *learned], out / "wall_time.png")
+    return {"results": len(rows), "table": table}
