@@ -83,6 +83,9 @@ def test_every_command_names_the_environment_env_id(capsys: pytest.CaptureFixtur
         (["--loop.seed", "3"], "--loop.seed is set from --seed"),
         (["--trainer.seed=3"], "--trainer.seed is set from --seed"),
         (["--env.id", "CartPole-v1", "--reward.kind", "cnn"], "needs uint8 image observations"),
+        (["--device", "tpu"], "--device 'tpu': not a device"),
+        (["--device", "meta"], "prefrl runs on cpu or cuda"),
+        *([] if __import__("torch").cuda.is_available() else [(["--device", "cuda"], "no CUDA device")]),
     ],
 )
 def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
@@ -259,3 +262,17 @@ def test_headless_rendering_prints_no_sdl_error() -> None:
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "XDG_RUNTIME_DIR" not in r.stderr, r.stderr
+
+
+def test_device_auto_is_resolved_recorded_and_followed_by_the_agent(tmp_path: Path) -> None:
+    import torch
+
+    cfg = train_cli.parse_args(["--run-dir", str(tmp_path / "r"), "--loop.total-steps", "600",
+                                "--loop.initial-steps", "200", "--no-progress"])  # fmt: skip
+    assert cfg.device == "auto" and cfg.agent.device == "auto"
+    r = train_cli.build_run(cfg)
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    conf = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert conf["device"] == want and conf["agent"]["device"] == want  # a resume uses the same
+    assert r.loop.net.device.type == want and r.loop.agent.device.type == want
+    r.logger.close()

@@ -59,8 +59,9 @@ class AgentConfig:
     """Hidden layer sizes of the policy and value networks."""
     extra: str = "{}"
     """Further keyword arguments of the SB3 class as a JSON object, e.g. '{"tau": 0.01}'."""
-    device: str = "cpu"
-    """Torch device of the agent."""
+    device: str = "auto"
+    """Torch device of the agent: auto (prefrl train: the same as --device; elsewhere SB3's auto, a
+    GPU when there is one), cpu, cuda or cuda:N."""
     hybrid_replay: float = 0.0
     """Off-policy agents (QPA's hybrid replay): share of every batch drawn from the newest
     hybrid_replay_window transitions, the rest uniformly; 0: SB3's uniform replay."""

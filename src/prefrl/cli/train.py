@@ -204,6 +204,10 @@ class TrainConfig:
     """Show a progress bar."""
     threads: int = 1
     """Torch CPU threads (1 avoids oversubscription on small shared machines)."""
+    device: str = "auto"
+    """Where the reward networks train and predict (relabelling and query selection too): auto (a
+    GPU when there is one, else cpu), cpu, cuda or cuda:N. The agent follows unless --agent.device
+    names a device (its default auto means: the same as --device)."""
 
 
 IGNORED_ON_RESUME = ("resume", "force", "config", "print_config", "progress", "run_dir", "threads")
@@ -379,8 +383,13 @@ def build_run(cfg: TrainConfig) -> Run:
     if cfg.teacher == "web" and cfg.store is None:
         raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
     human = cfg.teacher in ("terminal", "web")
+    cfg.device = resolve_device(cfg.device)  # config.json names the device used
+    if cfg.agent.device == "auto":
+        cfg.agent.device = cfg.device
     torch.manual_seed(cfg.seed)  # reward-net initialisation: a run is reproducible from its seed
-    net = cfg.reward.build(obs_space, act_space)  # (bad reward options fail before any file is written)
+    net = cfg.reward.build(obs_space, act_space).to(
+        cfg.device
+    )  # (bad options fail before any file is written)
     trainer = RewardTrainer(net, dataclasses.replace(cfg.trainer, seed=cfg.seed))
     run = prepare_run_dir(cfg)
     teacher = make_teacher(cfg, run.name)
@@ -409,6 +418,25 @@ def build_run(cfg: TrainConfig) -> Run:
                           side_env=side_env, run_dir=run, logger=logger, callbacks=callbacks,
                           config_hash=_hash(cfg))  # fmt: skip
     return Run(loop, run, logger, env_kwargs)
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; others checked to exist."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"--device {device!r}: not a device (auto, cpu, cuda or cuda:N)") from e
+    if dev.type == "cuda":
+        n = torch.cuda.device_count()
+        if n == 0:
+            raise ValueError(f"--device {device}: no CUDA device is visible here (use --device cpu or auto)")
+        if dev.index is not None and dev.index >= n:
+            raise ValueError(f"--device {device}: only {n} CUDA device(s) (cuda:0 .. cuda:{n - 1})")
+    elif dev.type != "cpu":
+        raise ValueError(f"--device {device!r}: prefrl runs on cpu or cuda")
+    return device
 
 
 def resolve_reward_output(cfg: TrainConfig, env_kwargs: dict[str, Any]) -> Literal["linear", "tanh"]:
