@@ -37,6 +37,9 @@ from prefrl.config_types import OptFile, OptInt
 from prefrl.storage.checkpoint import read_json, write_json
 
 SWEEP_FORMAT = "prefrl.sweep"
+OBJECT_STORE_BYTES = 256 * 2**20
+"""A local Ray's object store: cells exchange only small dicts, so Ray's default (30% of RAM,
+mapped into every worker) would only cost address space."""
 
 
 @dataclass
@@ -223,6 +226,16 @@ def _check_out(out: Path, sc: SweepConfig, options: dict[str, Any]) -> None:
     write_json(path, spec)
 
 
+def _short_temp_dir() -> str | None:
+    """Ray's session folder under a long ``TMPDIR`` breaks its Unix socket paths (107 bytes at
+    most): there, use ``/tmp/ray`` instead of ``$TMPDIR/ray`` (``None``: Ray's default)."""
+    import tempfile
+
+    if len(tempfile.gettempdir()) > 40 and Path("/tmp").is_dir() and os.access("/tmp", os.W_OK):
+        return "/tmp/ray"
+    return None
+
+
 def _ray_init(sc: SweepConfig) -> Any:
     if sc.address:  # clusters of `ray start` use token authentication; a driver must opt in (before import)
         if os.environ.get("RAY_AUTH_TOKEN") or (Path.home() / ".ray" / "auth_token").exists():
@@ -238,6 +251,8 @@ def _ray_init(sc: SweepConfig) -> Any:
         ray.init(
             address="local",
             num_cpus=sc.num_cpus,
+            _temp_dir=_short_temp_dir(),
+            object_store_memory=OBJECT_STORE_BYTES,
             include_dashboard=False,
             runtime_env=env,
             log_to_driver=False,
