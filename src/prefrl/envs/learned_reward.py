@@ -13,6 +13,7 @@ unnormalised learned reward, measured from the absorbing state's, in
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -184,6 +185,8 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         self.reward = reward
         self._obs: Any = None
         self._acts: np.ndarray | None = None
+        self.reward_s = 0.0
+        """Seconds spent computing learned rewards in ``step_wait`` so far (profiling)."""
 
     def reset(self) -> Any:
         self._obs = self.venv.reset()
@@ -204,7 +207,9 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         terminal = np.array(
             [bool(d) and not info.get("TimeLimit.truncated", False) for d, info in zip(dones, infos)]
         )
+        t0 = time.perf_counter()
         rews, raw = self.reward(self._obs, self._acts, next_obs, terminal)
+        self.reward_s += time.perf_counter() - t0
         for i, info in enumerate(infos):
             info["true_reward"] = float(true_rews[i])
             info["learned_reward"] = float(raw[i])
