@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         for k in range(a.rounds):
             learned = learned_round(a.env, a.steps, k, Path(tmp))
             starts = min(1000, a.steps // 10)  # as the learned run's random-action start
-            _, wall, cpu = train_on_true_reward(AgentConfig(algo="sac"), a.env, a.steps, k, Path(tmp) / f"t{k}",
-                                                1, starts)  # fmt: skip
+            sac = AgentConfig(algo="sac")
+            _, wall, cpu = train_on_true_reward(sac, a.env, a.steps, k, Path(tmp) / f"t{k}", 1, starts)
             rounds.append({"learned": learned, "true_reward_cpu_s": cpu, "true_reward_wall_s": wall,
                            "cpu_ratio": learned["cpu_s"] / cpu})  # fmt: skip
             print(f"round {k}: learned {learned['cpu_s']:.1f} s CPU, true reward {cpu:.1f} s CPU, "
