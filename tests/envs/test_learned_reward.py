@@ -83,3 +83,32 @@ def test_normalizer_state_roundtrip() -> None:
     assert a.mean == pytest.approx(x.mean()) and a.var == pytest.approx(x.var())
     b.load_state_dict(a.state_dict())
     np.testing.assert_allclose(a(x), b(x))
+
+
+def test_fast_path_gives_the_networks_rewards_and_follows_refresh() -> None:
+    """The per-step NumPy path equals the network (mean minus the absorbing reward), and after
+    a weight change it is stale until refresh() -- the loop calls it after every update."""
+    import torch
+
+    env = gym.make("Pendulum-v1")
+    net = MLPReward(env.observation_space, env.action_space, ensemble_size=3, output="tanh")
+    rng = np.random.default_rng(0)
+    obs, nxt = rng.normal(size=(2, 8, 3)).astype(np.float32)
+    acts = rng.normal(size=(8, 1)).astype(np.float32)
+    dones = np.array([0, 0, 1, 0, 0, 0, 0, 1], dtype=bool)
+    slow, fast = LearnedReward(net), LearnedReward(net)
+    fast.fast = True
+    np.testing.assert_allclose(fast.raw(obs, acts, nxt, dones), slow.raw(obs, acts, nxt, dones), atol=1e-5)
+    assert fast._fast_fn  # the NumPy path, not the fallback
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.3)
+    assert not np.allclose(fast.raw(obs, acts, nxt, dones), slow.raw(obs, acts, nxt, dones), atol=1e-4)
+    fast.refresh()
+    np.testing.assert_allclose(fast.raw(obs, acts, nxt, dones), slow.raw(obs, acts, nxt, dones), atol=1e-5)
+    fast.bonus = 0.5  # the bonus needs the ensemble's spread: the network itself
+    np.testing.assert_allclose(
+        fast.raw(obs, acts, nxt, dones),
+        slow.raw(obs, acts, nxt, dones) + 0.5 * net.predict(obs, acts, nxt, dones)[1],
+        atol=1e-5,
+    )

@@ -23,6 +23,10 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from prefrl.rewards.nets import RewardNet
 
+FAST_MAX_BATCH = 256
+"""Batches up to this size take the NumPy fast path (per-step rewards); larger ones (replay
+buffer relabelling) the network itself, where its batched kernels win."""
+
 
 class RewardNormalizer:
     """Running mean / std of scalar rewards (Chan et al. parallel update), JSON-serialisable.
@@ -96,11 +100,30 @@ class LearnedReward:
         self.bonus = 0.0
         """Weight of the exploration bonus (RUNE): ``bonus x`` the ensemble's std is added to
         the reward, so the agent seeks what the reward model is unsure about (the loop decays it)."""
+        self.fast = False
+        """Compute small batches (an agent's per-step rewards) with the NumPy inference path of
+        :class:`~prefrl.envs.pref_infer.FastReward`, compiled from the network's weights; the
+        owner must call :meth:`refresh` whenever the weights change (the loop does)."""
+        self._fast_fn: Any = None  # compiled lazily; False: the network has no fast path
+        self._absorbing: float | None = None
+
+    def refresh(self) -> None:
+        """The network's weights changed: recompile the fast path on next use."""
+        self._fast_fn, self._absorbing = None, None
 
     @torch.no_grad()
     def raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> np.ndarray:
         """Ensemble-mean reward ``[*lead]`` for transitions ``[*lead, ...]``, minus the
         absorbing-state reward (unnormalised), plus ``bonus x`` the ensemble std."""
+        if self.fast and not self.bonus and isinstance(acts, np.ndarray) and len(acts) <= FAST_MAX_BATCH:
+            if self._fast_fn is None:
+                from prefrl.envs.pref_infer import FastReward
+
+                self._fast_fn = FastReward.of(self.net) or False
+                self._absorbing = self.net.absorbing_value()
+            if self._fast_fn:
+                d = np.zeros(len(acts), dtype=np.float32) if dones is None else np.asarray(dones, np.float32)
+                return (self._fast_fn(obs, acts, next_obs, d) - self._absorbing).astype(np.float32)
         mean, std = self.net.predict(obs, acts, next_obs, dones)
         out = mean - self.net.absorbing_value()
         if self.bonus:

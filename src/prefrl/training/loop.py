@@ -250,6 +250,7 @@ class PreferenceLoop:
         self.off_policy = agent is not None and hasattr(agent, "replay_buffer")
         if reward is not None:
             reward.normalize = config.normalize_reward
+            reward.fast = True  # per-step rewards in NumPy; refreshed after every weight change
             reward.update_stats = not self.off_policy
         self._episodes: list[TrajectoryBatch] = []
         self._labels_since_train = 0
@@ -554,6 +555,7 @@ class PreferenceLoop:
         """New reward weights: relabel the replay buffer and reset the normaliser."""
         if self.reward is None or self.agent is None:
             return
+        self.reward.refresh()
         if self.off_policy:
             raw = relabel_replay_buffer(self.agent, self.reward.raw, self.config.relabel_batch)
             self.reward.normalizer.reset_to(raw)
@@ -656,6 +658,8 @@ class PreferenceLoop:
         except (FileNotFoundError, ValueError) as e:
             raise ValueError(f"corrupt checkpoint {path}: {e}") from e
         self.net.load_state_dict(net.state_dict())
+        if self.reward is not None:
+            self.reward.refresh()
         if (path / "trainer.pt").exists() and not (path / "trainer.safetensors").exists():
             raise ValueError(f"{path}: written by an older prefrl (trainer.pt, a pickle-based file this "
                              "version does not load); start a new run directory")  # fmt: skip
