@@ -30,6 +30,8 @@ from prefrl.agents.sb3 import (
     make_env,
     resolve_algo,
 )
+from prefrl.cli.sweep import apply_options as apply_sweep_options
+from prefrl.cli.sweep import parse_options
 from prefrl.cli.train import TrainConfig, train
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import PRESETS
@@ -135,34 +137,22 @@ def parse_loop_options(items: list[str]) -> dict[str, object]:
     A bare name is a LoopConfig field; ``section.name`` names a field of that section of
     :class:`TrainConfig`. Keys come back as given (bare for the loop).
     """
-    cfg = TrainConfig()
-    out: dict[str, object] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        section, dot, field = name.rpartition(".")
-        section = section if dot else "loop"
-        fields = {f.name for f in dataclasses.fields(getattr(cfg, section))} if section in SECTIONS else set()
-        if not sep or field not in fields:
-            loop_fields = sorted(f.name for f in dataclasses.fields(LoopConfig))
-            raise SystemExit(
-                f"--loop {item!r}: expected NAME=VALUE with NAME a LoopConfig field or SECTION.NAME "
-                f"(SECTION one of {list(SECTIONS)}); loop fields: {loop_fields}"
-            )
-        try:
-            out[name] = json.loads(text)
-        except json.JSONDecodeError:
-            out[name] = text
-    return out
+    bad = [i for i in items if i.partition("=")[0].rpartition(".")[0] not in ("", *SECTIONS)]
+    try:
+        if bad:
+            raise ValueError(f"{bad[0]!r}: expected NAME=VALUE naming an option of prefrl train")
+        return parse_options(items, bare="loop")
+    except ValueError as e:
+        loop_fields = sorted(f.name for f in dataclasses.fields(LoopConfig))
+        raise SystemExit(
+            f"--loop {e} (NAME: a LoopConfig field, or SECTION.NAME with SECTION one of {list(SECTIONS)}); "
+            f"loop fields: {loop_fields}"
+        ) from None
 
 
 def apply_options(cfg: TrainConfig, options: dict[str, object]) -> None:
     """Set parsed ``--loop`` options on ``cfg`` (lists become tuples where the default is one)."""
-    for name, value in options.items():
-        section, dot, field = name.rpartition(".")
-        target = getattr(cfg, section if dot else "loop")
-        if isinstance(value, list) and isinstance(getattr(target, field), tuple):
-            value = tuple(value)
-        setattr(target, field, value)
+    apply_sweep_options(cfg, options, bare="loop")
 
 
 def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int) -> Path | None:

@@ -117,4 +117,5 @@ def test_bad_sweep_options_fail_before_anything_runs(tmp_path: Path) -> None:
     )
     assert main(["sweep", "--env", "Pendulum-v9", "--labels", "3", "--out", str(out)]) == 2
     assert main(["sweep", "--labels", "3", "--out", str(out)]) == 2
+    assert main(["sweep", "--env", "Pendulum-v1", "--labels", "3", "--out", str(out), "--set", "seed=4"]) == 2
     assert not (out / "cells").exists()

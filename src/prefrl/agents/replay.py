@@ -24,6 +24,17 @@ class _Hybrid:
     full: bool
     optimize_memory_usage: bool
 
+    _get_samples: Any
+
+    def __init__(
+        self, *args: Any, recent_frac: float = 0.5, recent_size: int = 10_000, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._setup(recent_frac, recent_size)
+
+    def sample(self, batch_size: int, env: Any = None) -> Any:
+        return self._get_samples(self.hybrid_indices(batch_size), env=env)
+
     def _setup(self, recent_frac: float, recent_size: int) -> None:
         if not 0.0 <= recent_frac <= 1.0 or recent_size < 1:
             raise ValueError(
@@ -52,24 +63,6 @@ class _Hybrid:
 class HybridReplayBuffer(_Hybrid, ReplayBuffer):
     """SB3's ``ReplayBuffer`` with hybrid sampling (``recent_frac``, ``recent_size`` rows)."""
 
-    def __init__(
-        self, *args: Any, recent_frac: float = 0.5, recent_size: int = 10_000, **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._setup(recent_frac, recent_size)
 
-    def sample(self, batch_size: int, env: Any = None) -> Any:
-        return self._get_samples(self.hybrid_indices(batch_size), env=env)
-
-
-class HybridDictReplayBuffer(_Hybrid, DictReplayBuffer):
+class HybridDictReplayBuffer(_Hybrid, DictReplayBuffer):  # type: ignore[misc]
     """SB3's ``DictReplayBuffer`` (Dict observations) with hybrid sampling."""
-
-    def __init__(
-        self, *args: Any, recent_frac: float = 0.5, recent_size: int = 10_000, **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._setup(recent_frac, recent_size)
-
-    def sample(self, batch_size: int, env: Any = None) -> Any:  # type: ignore[override]
-        return self._get_samples(self.hybrid_indices(batch_size), env=env)

@@ -108,9 +108,15 @@ class Cell:
 
 
 # ------------------------------------------------------------------------ the grid
-def parse_options(items: list[str]) -> dict[str, Any]:
+SET_BY_SWEEP = ("seed", "teacher", "run_dir", "resume", "force", "config", "print_config", "env.id",
+                "loop.total_labels", "loop.total_steps")  # fmt: skip
+"""Options each cell gets from the grid (--env, --labels, --seeds, --teacher, --steps)."""
+
+
+def parse_options(items: list[str], bare: str | None = None) -> dict[str, Any]:
     """``["section.option=value", ...]`` -> ``{"section.option": value}`` (JSON values), checked
-    against prefrl train's config so that a typo fails before anything runs."""
+    against prefrl train's config so that a typo fails before anything runs. A name without a
+    section is a top-level option, or one of section ``bare`` when given."""
     from prefrl.cli.train import TrainConfig
 
     cfg = TrainConfig()
@@ -118,11 +124,11 @@ def parse_options(items: list[str]) -> dict[str, Any]:
     for item in items:
         name, sep, text = item.partition("=")
         section, dot, opt = name.rpartition(".")
-        target = getattr(cfg, section, None) if dot else cfg
+        owner = section if dot else bare
+        target = cfg if owner is None else getattr(cfg, owner, None)
         if not sep or target is None or not dataclasses.is_dataclass(target) or not hasattr(target, opt):
-            raise ValueError(
-                f"--set {item!r}: expected SECTION.OPTION=VALUE naming an option of prefrl train"
-            )
+            where = f" (a bare NAME is a {bare} option)" if bare else ""
+            raise ValueError(f"{item!r}: expected NAME=VALUE naming an option of prefrl train{where}")
         try:
             out[name] = json.loads(text)
         except json.JSONDecodeError:
@@ -130,11 +136,12 @@ def parse_options(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def apply_options(cfg: Any, options: dict[str, Any]) -> None:
-    """Set ``{"section.option": value}`` on a TrainConfig."""
+def apply_options(cfg: Any, options: dict[str, Any], bare: str | None = None) -> None:
+    """Set ``{"section.option": value}`` on a TrainConfig (bare names: on section ``bare``)."""
     for name, value in options.items():
         section, dot, opt = name.rpartition(".")
-        target = getattr(cfg, section) if dot else cfg
+        owner = section if dot else bare
+        target = cfg if owner is None else getattr(cfg, owner)
         if isinstance(value, list) and isinstance(getattr(target, opt), tuple):
             value = tuple(value)
         setattr(target, opt, value)
@@ -266,7 +273,15 @@ def run_sweep(sc: SweepConfig) -> dict[str, Any]:
         raise ValueError("give --env ID [ID ...], --labels N [N ...] and --out DIR")
     if sc.seeds < 1 or min(sc.labels) < 1:
         raise ValueError("--seeds and every --labels must be >= 1")
-    options = parse_options(sc.set)
+    try:
+        options = parse_options(sc.set)
+    except ValueError as e:
+        raise ValueError(f"--set {e}") from None
+    fixed = sorted(set(options) & set(SET_BY_SWEEP))
+    if fixed:
+        raise ValueError(
+            f"--set {fixed}: set by the sweep's grid (--env, --labels, --seeds, --teacher, --steps)"
+        )
     learned, oracle = grid(sc, options)
     out = Path(sc.out)
     _check_out(out, sc, options)
