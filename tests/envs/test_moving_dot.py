@@ -19,8 +19,8 @@ def test_registered_and_passes_env_checker() -> None:
 
 
 def test_state_observations() -> None:
-    env = MovingDotEnv(obs_type="state")
-    check_env(env)
+    env = gym.make(ENV_ID, obs_type="state")  # through gym.make: the checker tests render modes too
+    check_env(env.unwrapped)
     obs, _ = env.reset(seed=1)
     assert obs.shape == (4,) and obs.dtype == np.float32 and 0 <= obs.min() and obs.max() <= 1
 
