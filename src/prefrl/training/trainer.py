@@ -291,7 +291,7 @@ class RewardTrainer:
             "steps": float(total_steps),
             "wall_s": wall,
             "comparisons_per_s": total_steps * b / wall,
-            **({k: v for k, v in filtered.items()} if c.noise_filter else {}),
+            **(filtered if c.noise_filter else {}),
             **(
                 {"pseudo_label_frac": (pseudo[1] / pseudo[0].clamp_min(1)).item()} if semi is not None else {}
             ),
@@ -328,7 +328,8 @@ class RewardTrainer:
             t = c.pseudo_label_threshold
             sure = (mean.abs() >= (math.log(t / (1 - t)) if t < 1 else math.inf)).float()
             y = (mean > 0).float()
-        tally += torch.stack([torch.tensor(float(n), device=tally.device), sure.sum()])
+        tally[0] += n
+        tally[1] += sure.sum()
         loss = preference_loss(logits, y, 0.0, reduction="none")  # [E, n]
         return ((loss * sure).sum(-1) / sure.sum().clamp_min(1.0)).sum()
 
