@@ -26,9 +26,9 @@ from typing import Any
 import torch
 
 from prefrl.agents.evaluate import train_on_true_reward
+from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.sb3 import AgentConfig
 from prefrl.cli.train import TrainConfig, build_run
-from prefrl.envs.learned_reward import LearnedRewardVecEnv
 
 
 def _reward_env(agent: Any) -> LearnedRewardVecEnv:

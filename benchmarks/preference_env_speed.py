@@ -33,7 +33,7 @@ import torch
 import tyro
 
 import prefrl.envs.moving_dot  # noqa: F401
-from prefrl.envs.preference_env import PreferenceVectorEnv
+from prefrl.preference_env import PreferenceVectorEnv
 
 ENV = "prefrl/MovingDot-v0"
 

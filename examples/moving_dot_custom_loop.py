@@ -20,7 +20,7 @@ import tyro
 from torch import nn
 
 import prefrl.envs.moving_dot  # noqa: F401  (registers prefrl/MovingDot-v0)
-from prefrl.envs.preference_env import PreferenceVectorEnv
+from prefrl.preference_env import PreferenceVectorEnv
 
 
 @dataclass

@@ -21,7 +21,7 @@ import tyro
 from stable_baselines3 import PPO
 
 import prefrl.envs.moving_dot  # noqa: F401  (registers prefrl/MovingDot-v0)
-from prefrl.envs.preference_env import PreferenceEnv
+from prefrl.preference_env import PreferenceEnv
 
 
 @dataclass

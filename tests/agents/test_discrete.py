@@ -8,6 +8,7 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3 import DQN, PPO, SAC
 
+from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.sb3 import (
     AgentConfig,
@@ -18,7 +19,6 @@ from prefrl.agents.sb3 import (
     relabel_replay_buffer,
     resolve_algo,
 )
-from prefrl.envs.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.rewards import MLPReward
 
 

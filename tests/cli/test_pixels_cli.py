@@ -13,6 +13,7 @@ import torch
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecTransposeImage
 
+from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.agents.policies import resolve_policy
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env, relabel_replay_buffer
@@ -20,7 +21,6 @@ from prefrl.cli.main import main
 from prefrl.cli.train import EnvConfig, RewardNetConfig
 from prefrl.data.fragments import sample_fragments
 from prefrl.envs.atari import SCORE_ROWS, HideScore, make_atari_env
-from prefrl.envs.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import CNNReward, MLPReward
 from prefrl.storage.clips import clip_frames

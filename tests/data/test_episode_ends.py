@@ -6,11 +6,12 @@ import pytest
 import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.data import Fragments, Trajectory, TrajectoryBatch, sample_fragments
 from prefrl.data.fragments import window_counts
-from prefrl.envs.learned_reward import LearnedReward, LearnedRewardVecEnv, RewardNormalizer
 from prefrl.rewards import MLPReward
 from prefrl.rewards.encode import encode_fragments
+from prefrl.rewards.normalization import RewardNormalizer
 from prefrl.teachers import SyntheticTeacher
 
 

@@ -181,7 +181,7 @@ def test_scoring_chunks_stay_small_for_atari_sized_clips() -> None:
 def test_tanh_output_bounds_every_reward_and_survives_save_load(tmp_path) -> None:
     """``output="tanh"``: per-step and absorbing rewards in (-1, 1), even far outside the data;
     the setting is saved; the wrapper's NumPy per-step path squashes each member the same way."""
-    from prefrl.envs.pref_infer import FastReward, reward_fn
+    from prefrl.rewards.inference import FastReward, reward_fn
 
     net = MLPReward(BOX3, BOX1, ensemble_size=2, output="tanh", normalize_input=False)
     lin = MLPReward(BOX3, BOX1, ensemble_size=2, normalize_input=False)

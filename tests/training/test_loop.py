@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
 from prefrl.data.fragments import Fragments
-from prefrl.envs import LearnedReward, LearnedRewardVecEnv
 from prefrl.rewards import MLPReward
 from prefrl.teachers import SyntheticTeacher
 from prefrl.training import RewardTrainer, RewardTrainerConfig

@@ -24,6 +24,7 @@ import torch
 import tyro
 
 from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.sb3 import (
     AgentConfig,
@@ -38,7 +39,6 @@ from prefrl.agents.sb3 import (
 from prefrl.config_types import OptDir, OptFile, OptInts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.atari import AtariPreprocessingMode
-from prefrl.envs.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, cnn_architecture
 from prefrl.rewards.spaces import is_image_space
 from prefrl.storage.checkpoint import config_hash, read_json, write_json

@@ -1,13 +1,38 @@
-"""Running mean / variance normalisation of features, saved in the ``state_dict``."""
+"""Running mean / variance normalisation: one update rule, two front ends.
+
+- :func:`merge_moments` is the one implementation of the parallel (Chan et al.) update of
+  a running mean and variance with a new batch.
+- :class:`RunningNorm` (a ``torch`` module, statistics in its ``state_dict``) normalises
+  ``[..., D]`` network inputs.
+- :class:`RewardNormalizer` (plain floats, JSON-serialisable) normalises scalar rewards:
+  the reward the agent sees in the loop and in the preference wrapper.
+"""
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+import numpy as np
 import torch
 from torch import nn
 
+T = TypeVar("T", float, torch.Tensor)
+
+
+def merge_moments(mean: T, var: T, count: T, b_mean: T, b_var: T, n: float) -> tuple[T, T, T]:
+    """``(mean, var, count)`` after folding in a batch of ``n`` values with moments ``b_mean, b_var``.
+
+    Works elementwise on floats or tensors of one shape (``var`` is the population variance).
+    """
+    tot = count + n
+    delta = b_mean - mean
+    new_mean = mean + delta * (n / tot)
+    m2 = var * count + b_var * n + delta * delta * (count * n / tot)
+    return new_mean, m2 / tot, tot
+
 
 class RunningNorm(nn.Module):
-    """Normalise ``[..., D]`` features by running statistics (Chan et al. parallel update).
+    """Normalise ``[..., D]`` features by running statistics.
 
     Statistics change only through :meth:`update`, never in ``forward``, so a forward
     pass is a pure function of its input and the saved state.
@@ -32,17 +57,62 @@ class RunningNorm(nn.Module):
             return
         if not torch.isfinite(x).all():
             raise ValueError("cannot update normalisation statistics with NaN or inf inputs")
-        n = x.shape[0]
-        b_mean, b_var = x.mean(0), x.var(0, unbiased=False)
-        tot = self.count + n
-        delta = b_mean - self.mean
-        new_mean = self.mean + delta * (n / tot).float()
-        m2 = self.var * self.count.float() + b_var * n + delta.pow(2) * (self.count * n / tot).float()
-        self.mean.copy_(new_mean)
-        self.var.copy_(m2 / tot.float())
-        self.count.copy_(tot)
+        mean, var, count = merge_moments(
+            self.mean.double(), self.var.double(), self.count,
+            x.double().mean(0), x.double().var(0, unbiased=False), float(x.shape[0]),
+        )  # fmt: skip
+        self.mean.copy_(mean)
+        self.var.copy_(var)
+        self.count.copy_(count)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``[..., D] -> [..., D]`` normalised and clipped to ``±clip``."""
         y = (x - self.mean) * torch.rsqrt(self.var + self.eps)
         return y.clamp(-self.clip, self.clip)
+
+
+class RewardNormalizer:
+    """Running mean / std of scalar rewards, JSON-serialisable.
+
+    With ``center`` (the default) rewards are shifted to zero mean and scaled to unit std.
+    Without it they are only scaled, by their root mean square ``sqrt(var + mean²)``: zero
+    stays zero. Environments that can terminate need that, because there the reward's
+    level relative to the absorbing state (anchored at 0) decides whether the agent wants
+    episodes to go on or to end; a shift would change that decision.
+    """
+
+    def __init__(self, eps: float = 1e-8, clip: float = 10.0, center: bool = True) -> None:
+        self.mean, self.var, self.count = 0.0, 1.0, 0.0
+        self.eps, self.clip, self.center = eps, clip, center
+
+    def update(self, x: np.ndarray) -> None:
+        """Fold rewards ``x`` (any shape) into the statistics."""
+        x = np.asarray(x, dtype=np.float64).ravel()
+        if len(x) == 0:
+            return
+        self.mean, self.var, self.count = merge_moments(
+            self.mean, self.var, self.count, float(x.mean()), float(x.var()), float(len(x))
+        )
+
+    def reset_to(self, x: np.ndarray) -> None:
+        """Forget the past and take the statistics of ``x`` (after the reward changed)."""
+        self.mean, self.var, self.count = 0.0, 1.0, 0.0
+        self.update(x)
+
+    @property
+    def std(self) -> float:
+        """The divisor: ``sqrt(var)`` when centring, ``sqrt(var + mean²)`` when only scaling."""
+        return float(np.sqrt(self.var + (0.0 if self.center else self.mean**2) + self.eps))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Normalised rewards, same shape as ``x``, clipped to ``±clip``."""
+        x = np.asarray(x, dtype=np.float64)
+        y = ((x - self.mean) if self.center else x) / self.std
+        return np.clip(y, -self.clip, self.clip).astype(np.float32)
+
+    def state_dict(self) -> dict[str, float | bool]:
+        return {"mean": self.mean, "var": self.var, "count": self.count, "center": self.center}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.mean, self.var, self.count = float(state["mean"]), float(state["var"]), float(state["count"])
+        self.center = bool(state.get("center", True))

@@ -35,6 +35,7 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from prefrl.agents.entropy import StateEntropyReward
+from prefrl.agents.learned_reward import LearnedReward
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import (
@@ -47,7 +48,6 @@ from prefrl.config_types import OptFloat, OptInt
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, distinct_pairs, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
-from prefrl.envs.learned_reward import LearnedReward
 from prefrl.rewards.io import load_reward_net, save_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.selection.selectors import MEASURES, DisagreementSelector, UniformSelector

@@ -15,14 +15,15 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from prefrl.envs import pref_shared as sh
-from prefrl.envs.pref_config import PreferenceEnvConfig
-from prefrl.envs.pref_infer import RewardFn, reward_fn
-from prefrl.envs.pref_ring import RingSpec
-from prefrl.envs.pref_runtime import Runtime
-from prefrl.envs.pref_server import overlappable, request_fields
+from prefrl.preference_env import shared_memory as sh
+from prefrl.preference_env.config import PreferenceEnvConfig
+from prefrl.preference_env.rewarder import overlappable, request_fields
+from prefrl.preference_env.ring import RingSpec
+from prefrl.preference_env.runtime import Runtime
+from prefrl.rewards.inference import RewardFn, reward_fn
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, cnn_architecture
+from prefrl.rewards.normalization import RewardNormalizer
 from prefrl.rewards.spaces import is_image_space
 
 ObsTransform = Callable[[np.ndarray], np.ndarray]
@@ -76,7 +77,7 @@ class PreferenceCore:
         self.version = 0
         self.published_steps = 0
         self.mean, self.std = 0.0, 1.0
-        self.run_stats = np.zeros(3)  # count, mean, M2 of raw predictions (until the trainer publishes)
+        self.running = RewardNormalizer(clip=np.inf)  # raw predictions, until the trainer publishes
         self.stats = {"segments_recorded": 0, "segments_sent": 0, "segments_dropped": 0, "weight_updates": 0}
         self.steps = 0
         self.episode_counter = 0
@@ -333,13 +334,8 @@ class PreferenceCore:
         if not self.config.normalize:
             return r
         if steps == 0:  # no statistics from the trainer yet: running ones
-            cnt, mu, m2 = self.run_stats
-            k, b_mu = len(r), float(r.mean())
-            tot = cnt + k
-            d = b_mu - mu
-            mu, m2 = mu + d * k / tot, m2 + float(((r - b_mu) ** 2).sum()) + d * d * cnt * k / tot
-            self.run_stats[:] = (tot, mu, m2)
-            return (r - mu) / max(np.sqrt(m2 / tot), 1e-6) if tot > 1 else r - mu
+            self.running.update(r)
+            return self.running(r).astype(np.float64)
         return (r - mean) / std
 
     def step(

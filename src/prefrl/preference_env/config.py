@@ -1,4 +1,4 @@
-"""Configuration of :class:`~prefrl.envs.preference_env.PreferenceEnv`."""
+"""Configuration of :class:`~prefrl.preference_env.wrappers.PreferenceEnv`."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from prefrl.envs.pref_shared import Field, SharedArrays
+from prefrl.preference_env.shared_memory import Field, SharedArrays
 
 Segment = dict[str, Any]
 """``obs [L+1, ...]``, ``acts [L, ...]``, ``rews [L]``, ``dones [L]``, optional ``frames

@@ -2,7 +2,7 @@
 
 :class:`Runtime` holds no reference to the wrapper, so ``weakref.finalize`` can stop the
 processes when the wrapper is garbage collected. Workers also exit by themselves when
-the environment process dies (see :mod:`prefrl.envs.pref_workers`).
+the environment process dies (see :mod:`prefrl.preference_env.workers`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from prefrl.envs import pref_server as ps
-from prefrl.envs import pref_shared as sh
-from prefrl.envs import pref_workers as pw
-from prefrl.envs.pref_config import PreferenceEnvConfig
-from prefrl.envs.pref_ring import RingSpec, SegmentRing, recv_slots, send_slots
-from prefrl.envs.pref_shared import Field, SharedArrays, SharedBoard
+from prefrl.preference_env import rewarder as ps
+from prefrl.preference_env import shared_memory as sh
+from prefrl.preference_env import workers as pw
+from prefrl.preference_env.config import PreferenceEnvConfig
+from prefrl.preference_env.ring import RingSpec, SegmentRing, recv_slots, send_slots
+from prefrl.preference_env.shared_memory import Field, SharedArrays, SharedBoard
 
 
 class BackgroundProcessError(RuntimeError):
@@ -31,8 +31,8 @@ class BackgroundProcessError(RuntimeError):
 class Runtime:
     """Shared board, segment ring, queues and the labeller / trainer processes (as the mode needs).
 
-    ``ring`` (a :class:`~prefrl.envs.pref_ring.RingSpec`) is needed when the mode labels;
-    ``rewarder`` (request fields, see :mod:`prefrl.envs.pref_server`) starts the rewarder.
+    ``ring`` (a :class:`~prefrl.preference_env.ring.RingSpec`) is needed when the mode labels;
+    ``rewarder`` (request fields, see :mod:`prefrl.preference_env.rewarder`) starts the rewarder.
     """
 
     def __init__(
@@ -55,7 +55,8 @@ class Runtime:
             return
         ctx = mp.get_context(config.context_method())
         if config.context_method() == "forkserver":
-            ctx.set_forkserver_preload(["prefrl.envs.pref_workers", "torch._dynamo"])  # optimisers import it
+            # preload what the workers import (torch._dynamo: the optimisers import it)
+            ctx.set_forkserver_preload(["prefrl.preference_env.workers", "torch._dynamo"])
         alive_r, self._alive_w = ctx.Pipe(duplex=False)
         self._stop = ctx.Event()
         self.errors = ctx.Queue()

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from prefrl.envs.pref_infer import reward_fn
-from prefrl.envs.pref_shared import Field, SharedArrays, SharedBoard
+from prefrl.preference_env.shared_memory import Field, SharedArrays, SharedBoard
+from prefrl.rewards.inference import reward_fn
 from prefrl.rewards.io import build_reward_net
 from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
 
@@ -64,7 +64,7 @@ class RewarderLink:
 
 
 def rewarder(board: SharedBoard, guard: Any, link: RewarderLink) -> None:
-    """Answer reward requests until stopped (run by ``pref_workers.run_worker``)."""
+    """Answer reward requests until stopped (run by ``workers.run_worker``)."""
     net = build_reward_net(link.net_config).eval()
     block = SharedArrays.attach(link.block, link.fields)
     a = block.arrays

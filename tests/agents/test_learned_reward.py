@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from prefrl.envs import LearnedReward, LearnedRewardVecEnv, LearnedRewardWrapper, RewardNormalizer
+from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv, LearnedRewardWrapper
 from prefrl.rewards import MLPReward
+from prefrl.rewards.normalization import RewardNormalizer
 
 
 class CountingReward(LearnedReward):

@@ -22,57 +22,11 @@ import torch
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from prefrl.rewards.nets import RewardNet
+from prefrl.rewards.normalization import RewardNormalizer
 
 FAST_MAX_BATCH = 256
 """Batches up to this size take the NumPy fast path (per-step rewards); larger ones (replay
 buffer relabelling) the network itself, where its batched kernels win."""
-
-
-class RewardNormalizer:
-    """Running mean / std of scalar rewards (Chan et al. parallel update), JSON-serialisable.
-
-    With ``center`` (the default) rewards are shifted to zero mean and scaled to unit std.
-    Without it they are only scaled, by their root mean square ``sqrt(var + mean²)``: zero
-    stays zero. Environments that can terminate need that, because there the reward's
-    level relative to the absorbing state (anchored at 0) decides whether the agent wants
-    episodes to go on or to end; a shift would change that decision.
-    """
-
-    def __init__(self, eps: float = 1e-8, clip: float = 10.0, center: bool = True) -> None:
-        self.mean, self.var, self.count = 0.0, 1.0, 0.0
-        self.eps, self.clip, self.center = eps, clip, center
-
-    def update(self, x: np.ndarray) -> None:
-        """Fold rewards ``x`` (any shape) into the statistics."""
-        x = np.asarray(x, dtype=np.float64).ravel()
-        if len(x) == 0:
-            return
-        n, b_mean, b_var = len(x), float(x.mean()), float(x.var())
-        tot = self.count + n
-        delta = b_mean - self.mean
-        m2 = self.var * self.count + b_var * n + delta**2 * self.count * n / tot
-        self.mean, self.var, self.count = self.mean + delta * n / tot, m2 / tot, tot
-
-    def reset_to(self, x: np.ndarray) -> None:
-        """Forget the past and take the statistics of ``x`` (after the reward changed)."""
-        self.mean, self.var, self.count = 0.0, 1.0, 0.0
-        self.update(x)
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """Normalised rewards, same shape as ``x``, clipped to ``±clip``."""
-        x = np.asarray(x, dtype=np.float64)
-        if self.center:
-            y = (x - self.mean) / np.sqrt(self.var + self.eps)
-        else:
-            y = x / np.sqrt(self.var + self.mean**2 + self.eps)
-        return np.clip(y, -self.clip, self.clip).astype(np.float32)
-
-    def state_dict(self) -> dict[str, float | bool]:
-        return {"mean": self.mean, "var": self.var, "count": self.count, "center": self.center}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.mean, self.var, self.count = float(state["mean"]), float(state["var"]), float(state["count"])
-        self.center = bool(state.get("center", True))
 
 
 class LearnedReward:
@@ -102,7 +56,7 @@ class LearnedReward:
         the reward, so the agent seeks what the reward model is unsure about (the loop decays it)."""
         self.fast = False
         """Compute small batches (an agent's per-step rewards) with the NumPy inference path of
-        :class:`~prefrl.envs.pref_infer.FastReward`, compiled from the network's weights; the
+        :class:`~prefrl.rewards.inference.FastReward`, compiled from the network's weights; the
         owner must call :meth:`refresh` whenever the weights change (the loop does)."""
         self._fast_fn: Any = None  # compiled lazily; False: the network has no fast path
         self._absorbing: float | None = None
@@ -117,7 +71,7 @@ class LearnedReward:
         absorbing-state reward (unnormalised), plus ``bonus x`` the ensemble std."""
         if self.fast and not self.bonus and isinstance(acts, np.ndarray) and len(acts) <= FAST_MAX_BATCH:
             if self._fast_fn is None:
-                from prefrl.envs.pref_infer import FastReward
+                from prefrl.rewards.inference import FastReward
 
                 self._fast_fn = FastReward.of(self.net) or False
                 self._absorbing = self.net.absorbing_value()

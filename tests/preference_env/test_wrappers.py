@@ -24,15 +24,15 @@ from gymnasium.utils.env_checker import check_env
 
 import prefrl.envs.moving_dot  # noqa: F401  (registers the env)
 from prefrl.data import PreferenceDataset
-from prefrl.envs.pref_core import default_net
-from prefrl.envs.pref_infer import FastReward, TorchReward, reward_fn
-from prefrl.envs.preference_env import (
+from prefrl.preference_env.env_process import default_net
+from prefrl.preference_env.wrappers import (
     BackgroundProcessError,
     PreferenceEnv,
     PreferenceEnvConfig,
     PreferenceVectorEnv,
 )
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
+from prefrl.rewards.inference import FastReward, TorchReward, reward_fn
 from prefrl.rewards.nets import CNNReward, RewardNet, ShapedReward
 
 ENV = "prefrl/MovingDot-v0"
@@ -239,7 +239,7 @@ def test_killing_the_main_process_leaves_no_orphans(tmp_path: Path) -> None:
         """
         import sys, time, gymnasium as gym
         import prefrl.envs.moving_dot
-        from prefrl.envs.preference_env import PreferenceEnv
+        from prefrl.preference_env.wrappers import PreferenceEnv
         env = PreferenceEnv(gym.make("prefrl/MovingDot-v0", obs_type="state"), segment_length=5,
                             reward_process=True)
         env.reset(seed=0)

@@ -1,7 +1,7 @@
-"""Background processes of :class:`~prefrl.envs.preference_env.PreferenceEnv`.
+"""Background processes of :class:`~prefrl.preference_env.wrappers.PreferenceEnv`.
 
 - The **labeller** copies finished segments out of the shared segment ring
-  (:mod:`prefrl.envs.pref_ring`), pairs each new segment with a recent one, asks the
+  (:mod:`prefrl.preference_env.ring`), pairs each new segment with a recent one, asks the
   teacher and forwards every answer to the trainer.
 - The **trainer** keeps the growing :class:`~prefrl.data.PreferenceDataset`, fits the
   reward network on it and publishes new weights on the shared board.
@@ -29,9 +29,9 @@ import torch
 
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
-from prefrl.envs import pref_shared as sh
-from prefrl.envs.pref_ring import RingSpec, Segment, SegmentRing, recv_slots, send_slots
-from prefrl.envs.pref_shared import Field, SharedBoard
+from prefrl.preference_env import shared_memory as sh
+from prefrl.preference_env.ring import RingSpec, Segment, SegmentRing, recv_slots, send_slots
+from prefrl.preference_env.shared_memory import Field, SharedBoard
 from prefrl.rewards.encode import fragment_rewards
 from prefrl.rewards.io import build_reward_net, save_reward_net
 from prefrl.teachers import Answers
