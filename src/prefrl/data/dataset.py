@@ -143,6 +143,17 @@ class PreferenceDataset:
         h = (self.pair_ids * 2654435761 + 12345) % 4294967296  # Knuth multiplicative hash
         return h < fraction * 4294967296
 
+    def split(self, fraction: float) -> tuple[PreferenceDataset, PreferenceDataset]:
+        """``(train, validation)`` copies by :meth:`validation_mask` (the split training uses)."""
+        mask = self.validation_mask(fraction)
+        parts = []
+        for keep in (~mask, mask):
+            part = PreferenceDataset()
+            if self.fragments is not None and keep.any():
+                part.add(self.fragments, self.pairs[keep], self.labels[keep])
+            parts.append(part)
+        return parts[0], parts[1]
+
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
         """Write to ``.npz`` (no pickle); the write is atomic."""
@@ -175,6 +186,17 @@ class PreferenceDataset:
         np.savez(tmp, **arrays)
         tmp.replace(path)
         return path
+
+    def save_split(self, path: str | Path, val_fraction: float | None) -> list[Path]:
+        """Write ``path`` and, with ``val_fraction``, ``<stem>.train.npz`` and ``<stem>.val.npz``
+        (the two sides of :meth:`split`); returns the paths written."""
+        path = Path(path)
+        written = [self.save(path)]
+        if val_fraction is not None:
+            stem = path.name[: -len(".npz")] if path.name.endswith(".npz") else path.name
+            for part, suffix in zip(self.split(val_fraction), (".train.npz", ".val.npz")):
+                written.append(part.save(path.with_name(stem + suffix)))
+        return written
 
     @classmethod
     def load(cls, path: str | Path) -> PreferenceDataset:
