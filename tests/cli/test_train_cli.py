@@ -37,8 +37,8 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     text = capsys.readouterr().out
-    for opt in ["--loop.transition-oversampling", "--loop.comparison-queue-size",
-                "--loop.initial-comparison-frac",
+    for opt in ["--loop.transition-oversampling", "--loop.max-labels-kept",
+                "--loop.initial-label-frac",
                 "--loop.initial-epoch-multiplier", "--loop.exploration-frac", "--trajectory-path",
                 "--save-preferences", "--agent-path", "--loop.active-selection-oversampling",
                 "--loop.uncertainty-measure", "--loop.checkpoint-interval",

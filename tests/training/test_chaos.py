@@ -35,7 +35,7 @@ LABELS = 12
 ARGS = [
     "--loop.total-steps", "1200", "--loop.iterations", "6", "--loop.initial-steps", "200",
     "--loop.total-labels", str(LABELS), "--loop.fragment-length", "20",
-    "--loop.initial-comparison-frac", "0.25",
+    "--loop.initial-label-frac", "0.25",
     "--agent.net-arch", "16", "16", "--agent.batch-size", "32", "--reward.hidden", "16", "16",
     "--trainer.epochs", "20", "--eval-episodes", "1", "--no-progress",
 ]  # fmt: skip

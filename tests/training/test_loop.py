@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.agents.recorder import TrajectoryRecorder
@@ -13,6 +15,7 @@ from prefrl.data.fragments import Fragments
 from prefrl.rewards import MLPReward
 from prefrl.teachers import SyntheticTeacher
 from prefrl.training import RewardTrainer, RewardTrainerConfig
+from prefrl.training.callbacks import LoopCallback
 from prefrl.training.loop import LoopConfig, PreferenceLoop
 
 
@@ -112,16 +115,18 @@ def test_ppo_loop_and_offline_mode() -> None:
     loop = build(cfg, algo="ppo")
     loop.run()
     assert len(loop.dataset) == 4 and loop.agent.num_timesteps >= 400
-    trajs = collect_episodes(make_env("Pendulum-v1"), n_episodes=3, seed=0)
-    net = MLPReward(
-        trajs_space := make_env("Pendulum-v1").observation_space, make_env("Pendulum-v1").action_space
-    )
-    assert trajs_space is not None
+    env = make_env("Pendulum-v1")
+    trajs = collect_episodes(env, n_episodes=3, seed=0)
+    net = MLPReward(env.observation_space, env.action_space)
+    before = [p.detach().clone() for p in net.parameters()]
     off = PreferenceLoop(LoopConfig(total_labels=10, iterations=2, fragment_length=20), net,
                          RewardTrainer(net, RewardTrainerConfig(epochs=2)), SyntheticTeacher("oracle"),
                          trajectories=trajs)  # fmt: skip
     off.run()
     assert len(off.dataset) == 10 and off.trainer.calls == 2
+    assert any(not torch.equal(a, b) for a, b in zip(before, net.parameters()))  # the reward trained
+    frags = off.dataset.fragments  # every clip comes from the given episodes
+    assert frags is not None and set(frags.episode.tolist()) <= set(range(len(trajs)))
 
 
 def test_terminating_env_runs_with_absorbing_clips() -> None:
@@ -175,13 +180,47 @@ def test_sac_on_learned_reward_beats_random_on_true_reward() -> None:
     assert np.mean(accs[-3:]) > 0.75, accs  # (clips of a good policy are close calls: not ~1)
 
 
-def test_pretraining_exploration_mixing_and_active_selection() -> None:
-    cfg = LoopConfig(total_steps=900, total_labels=6, iterations=2, initial_steps=200, pretrain_steps=200,
-                     fragment_length=20, exploration_frac=0.3, active_selection=True)  # fmt: skip
+class CountingEnv(gym.Wrapper):
+    """Counts the steps taken in a real environment."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        self.steps += 1
+        return self.env.step(action)
+
+
+class IntrinsicSeen(LoopCallback):
+    """Records, while the agent trains, whether the reward is the pre-training (intrinsic) one."""
+
+    def __init__(self) -> None:
+        self.seen: list[bool] = []
+
+    def on_env_steps(self, loop, env_steps: int) -> None:  # type: ignore[no-untyped-def]
+        self.seen.append(loop.reward.intrinsic is not None)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_pretraining_exploration_mixing_and_active_selection(on: bool) -> None:
+    cfg = LoopConfig(total_steps=900, total_labels=6, iterations=2, initial_steps=200,
+                     pretrain_steps=200 if on else 0, fragment_length=20, exploration_frac=0.3 if on else 0.0,
+                     active_selection=on)  # fmt: skip
     loop = build(cfg)
-    loop.run()
+    side, seen = CountingEnv(make_env("Pendulum-v1")), IntrinsicSeen()
+    loop.side_env, loop.callbacks = side, [seen]
+    metrics = loop.run()
     assert len(loop.dataset) == 6 and loop.env_steps == 900
     assert loop.reward.intrinsic is None  # back to the learned reward after pre-training
+    # pre-training trained the agent on the state-entropy reward, and only then
+    assert any(seen.seen) == on and not seen.seen[-1]
+    # exploration mixing drew random-action episodes from the side env for the query clips
+    assert (side.steps > 0) == on
+    # active selection asked the pairs its ensemble disagrees on most
+    assert ("labels/disagreement_chosen" in metrics) == on
+    if on:
+        assert metrics["labels/disagreement_chosen"] >= metrics["labels/disagreement_candidates"]
 
 
 class FrameCheckingTeacher:

@@ -16,7 +16,7 @@ from prefrl.data import PreferenceDataset
 
 ARGS = [
     "--loop.total-steps", "700", "--loop.iterations", "5", "--loop.initial-steps", "200",
-    "--loop.total-labels", "10", "--loop.fragment-length", "20", "--loop.initial-comparison-frac", "0.2",
+    "--loop.total-labels", "10", "--loop.fragment-length", "20", "--loop.initial-label-frac", "0.2",
     "--agent.net-arch", "16", "16", "--agent.batch-size", "32", "--reward.hidden", "16", "16",
     "--trainer.epochs", "2", "--eval-episodes", "1", "--no-progress",
 ]  # fmt: skip

@@ -42,13 +42,12 @@ from prefrl.envs.atari import AtariPreprocessingMode
 from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, cnn_architecture
 from prefrl.rewards.spaces import is_image_space
 from prefrl.storage.checkpoint import config_hash, read_json, write_json
-from prefrl.teachers import PRESETS, SyntheticTeacher, TeacherConfig
+from prefrl.teachers.spec import AnyTeacher, TeacherName, make_teacher
 from prefrl.training.callbacks import ProgressBar
-from prefrl.training.loop import TIE_HINT, TIE_WARN, LoopConfig, PreferenceLoop, tie_fraction
+from prefrl.training.config import TIE_HINT, TIE_WARN, LoopConfig, check_selection, tie_fraction
+from prefrl.training.loop import PreferenceLoop
 from prefrl.training.metrics_log import MetricsLogger
 from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig, true_pair_accuracy
-
-TeacherName = Literal["oracle", "noisy", "mistake", "skip", "myopic", "equal", "terminal", "web"]
 
 
 @dataclass
@@ -150,10 +149,6 @@ class RewardNetConfig:
         )  # fmt: skip
 
 
-def _default_trainer() -> RewardTrainerConfig:
-    return RewardTrainerConfig(epochs=50.0, batch_size=32, lr=3e-3, l2_init=0.0)
-
-
 # optional paths: a metavar naming what to pass and no "(default: None)" in --help
 OptStore = Annotated[
     str | None, tyro.conf.arg(metavar="PATH|URL", help_behavior_hint="(only with --teacher web)")
@@ -171,7 +166,7 @@ class TrainConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
     reward: RewardNetConfig = field(default_factory=RewardNetConfig)
-    trainer: RewardTrainerConfig = field(default_factory=_default_trainer)
+    trainer: RewardTrainerConfig = field(default_factory=RewardTrainerConfig)
     teacher: TeacherName = "oracle"
     """Who labels: a B-Pref simulated preset (oracle|noisy|mistake|skip|myopic|equal), a person at
     this terminal (terminal), or people in the web app (web, with --store)."""
@@ -209,6 +204,17 @@ class TrainConfig:
     GPU when there is one, else cpu), cpu, cuda or cuda:N. The agent follows unless --agent.device
     names a device (its default auto means: the same as --device)."""
 
+    def __post_init__(self) -> None:
+        check_selection(self.loop, self.reward.ensemble_size)  # fail at parse time, before any env is built
+
+
+RENAMED = {
+    "LoopConfig": {
+        "comparison_queue_size": "max_labels_kept",
+        "initial_comparison_frac": "initial_label_frac",
+    },
+}
+"""Options renamed since an earlier release, per config section: old name -> new name."""
 
 IGNORED_ON_RESUME = ("resume", "force", "config", "print_config", "progress", "run_dir", "threads")
 
@@ -226,6 +232,10 @@ def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
         data = {k: v for k, v in data.items() if k != "allow_variable_horizon"}
         print(f"{where}: ignoring retired option allow_variable_horizon (terminating episodes "
               "are handled by absorbing states)", file=sys.stderr)  # fmt: skip
+    for old, new in RENAMED.get(cls.__name__, {}).items():  # config files of older versions
+        if old in data and new not in data:
+            data = {(new if k == old else k): v for k, v in data.items()}
+            print(f"{where}: option {old} is now called {new}", file=sys.stderr)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"{where}: unknown option(s) {unknown}; valid: {sorted(fields)}")
@@ -301,17 +311,9 @@ def parse_args(argv: list[str]) -> TrainConfig:
 
 
 # ------------------------------------------------------------------------ wiring
-def make_teacher(cfg: TrainConfig, run_name: str) -> Any:
-    """The teacher named by ``cfg.teacher`` (human teachers imported lazily)."""
-    if cfg.teacher in PRESETS:
-        return SyntheticTeacher(TeacherConfig.preset(cfg.teacher), rng=np.random.default_rng(cfg.seed + 7))
-    from prefrl.teachers import human
-
-    if cfg.teacher == "terminal":
-        return human.TerminalTeacher()
-    if cfg.store is None:
-        raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
-    return human.StoreTeacher(cfg.store, run=run_name)
+def cli_teacher(cfg: TrainConfig, run_name: str) -> AnyTeacher:
+    """The teacher ``cfg.teacher`` names (a simulated one seeded from ``--seed``)."""
+    return make_teacher(cfg.teacher, run=run_name, seed=cfg.seed + 7, store=cfg.store)
 
 
 def web_teacher_hint(store: str, run_name: str) -> str:
@@ -392,7 +394,7 @@ def build_run(cfg: TrainConfig) -> Run:
     )  # (bad options fail before any file is written)
     trainer = RewardTrainer(net, dataclasses.replace(cfg.trainer, seed=cfg.seed))
     run = prepare_run_dir(cfg)
-    teacher = make_teacher(cfg, run.name)
+    teacher = cli_teacher(cfg, run.name)
     if cfg.teacher == "web":
         print(web_teacher_hint(cfg.store, run.name), file=sys.stderr, flush=True)  # type: ignore[arg-type]
     logger = MetricsLogger(run)

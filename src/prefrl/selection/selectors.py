@@ -118,6 +118,9 @@ class DisagreementSelector:
 
     def select(self, fragments: Fragments, candidates: np.ndarray, k: int) -> np.ndarray:
         candidates = _check(candidates, k)
-        s = self.scores(fragments, candidates)
+        return self.top_k(self.scores(fragments, candidates), k)
+
+    def top_k(self, s: np.ndarray, k: int) -> np.ndarray:
+        """Sorted indices ``[k]`` of the ``k`` largest scores ``s [m]`` (ties broken at random)."""
         jitter = self.rng.random(len(s)) * 1e-9 * (np.abs(s).max() + 1e-12)
         return np.sort(np.argpartition(-(s + jitter), k - 1)[:k]) if k else np.zeros(0, np.int64)

@@ -30,6 +30,10 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from prefrl.data.dataset import PreferenceDataset
+from prefrl.rewards.io import load_reward_net, save_reward_net
+from prefrl.rewards.nets import RewardNet
+
 CKPT_VERSION = 1
 
 
@@ -179,3 +183,32 @@ def load_tensor_state(path: Path) -> dict[str, Any]:
             node = node.setdefault(part, {})
         node[leaf] = value
     return out
+
+
+# ------------------------------------------------------------- the reward learner's part
+def save_learner(
+    path: Path, net: RewardNet, trainer_state: dict[str, Any], dataset: PreferenceDataset
+) -> None:
+    """Write the reward side of a checkpoint into ``path``: ``reward.safetensors``,
+    ``trainer.safetensors`` (trainer state and torch's RNG) and ``preferences.npz``."""
+    save_reward_net(net, path / "reward.safetensors")
+    save_tensor_state(
+        {"trainer": trainer_state, "torch_rng": torch.get_rng_state()}, path / "trainer.safetensors"
+    )
+    dataset.save(path / "preferences.npz")
+
+
+def load_learner(path: Path, net: RewardNet) -> dict[str, Any]:
+    """Load :func:`save_learner`'s files: the weights into ``net``, torch's RNG state restored;
+    returns the trainer state. Raises ``ValueError`` naming a corrupt or foreign checkpoint."""
+    try:
+        saved = load_reward_net(path / "reward.safetensors")
+    except (FileNotFoundError, ValueError) as e:
+        raise ValueError(f"corrupt checkpoint {path}: {e}") from e
+    net.load_state_dict(saved.state_dict())
+    if (path / "trainer.pt").exists() and not (path / "trainer.safetensors").exists():
+        raise ValueError(f"{path}: written by an older prefrl (trainer.pt, a pickle-based file this "
+                         "version does not load); start a new run directory")  # fmt: skip
+    blob = load_tensor_state(path / "trainer.safetensors")
+    torch.set_rng_state(blob["torch_rng"])
+    return blob["trainer"]

@@ -42,7 +42,7 @@ class ProgressBar(LoopCallback):
 
     def on_start(self, loop: Any) -> None:
         # offline (no agent, no environment steps): the bar counts reward-update iterations
-        self.offline = getattr(loop, "agent", None) is None
+        self.offline = loop.agent is None
         total = loop.config.iterations if self.offline else loop.config.total_steps
         unit = "iteration" if self.offline else "step"
         self.bar = tqdm(total=total, unit=unit, disable=self.disable, dynamic_ncols=True)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class Logger(Protocol):
     """Anything that can record a dict of scalar metrics at a step."""
 
     def log(self, metrics: Mapping[str, float], step: int) -> None: ...
+
+
+@runtime_checkable
+class RowLogger(Logger, Protocol):
+    """A logger that writes its metrics in rows (e.g. CSV) and can end the current row now."""
+
+    def flush_row(self) -> None: ...
 
 
 class NullLogger:

@@ -26,13 +26,12 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, cast
 
 import numpy as np
-import torch
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from prefrl.agents.entropy import StateEntropyReward
 from prefrl.agents.learned_reward import LearnedReward
@@ -44,144 +43,30 @@ from prefrl.agents.sb3 import (
     save_replay_buffer,
     write_buffer_rewards,
 )
-from prefrl.config_types import OptFloat, OptInt
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, distinct_pairs, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
-from prefrl.rewards.io import load_reward_net, save_reward_net
+from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
-from prefrl.selection.selectors import MEASURES, DisagreementSelector, UniformSelector
-from prefrl.storage.checkpoint import CheckpointDir, load_tensor_state, save_tensor_state
+from prefrl.selection.selectors import DisagreementSelector, UniformSelector
+from prefrl.storage.checkpoint import CheckpointDir, load_learner, save_learner
 from prefrl.teachers import Answers, AsyncTeacher, Teacher
+from prefrl.teachers.spec import is_async
 from prefrl.training.callbacks import LoopCallback
-from prefrl.training.logger import Logger, NullLogger
-from prefrl.training.schedules import SCHEDULES, allocate_queries
-from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
-
-TIE_WARN = 0.5
-"""Share of tied labels from which a run warns that little can be learned."""
-TIE_HINT = (
-    "A tie teaches the reward model nothing about which behaviour is better. Clips tie when "
-    "their returns are equal, e.g. under a reward that is the same at every step (CartPole's "
-    "+1) unless a clip reaches an episode's end, or under a sparse reward that no clip "
-    "reaches. While ties are the majority, half of each query's clips are drawn where episodes "
-    "end (--loop.end-clip-frac). Also try longer clips (--loop.fragment-length), more exploration "
-    "(--loop.pretrain-steps, --loop.exploration-frac), or active selection "
-    "(--loop.active-selection) so that clips differ."
+from prefrl.training.config import (
+    AUTO_END_CLIP_FRAC,
+    HELDOUT_PAIRS,
+    TIE_HINT,
+    TIE_WARN,
+    UNLABELLED_CLIPS,
+    LoopConfig,
+    LoopState,
+    check_selection,
+    tie_fraction,
 )
-
-UNLABELLED_CLIPS = 512
-"""Unlabelled clips drawn per reward update for semi-supervised pseudo-labels."""
-HELDOUT_PAIRS = 200
-"""Fresh clip pairs per iteration for ``reward/heldout_accuracy`` (see ``PreferenceLoop._correlation``)."""
-
-AUTO_END_CLIP_FRAC = 0.5
-"""Share of query clips drawn at episode ends while most labels are ties (``end_clip_frac=None``):
-on Acrobot-v1 with 30 labels it turned a run whose every label was a tie (return -500) into
-one that learned (see docs/benchmarks.md)."""
-
-
-def tie_fraction(labels: np.ndarray) -> float | None:
-    """Share of answered labels ``[B]`` that are ties (0.5); ``None`` when none is answered."""
-    known = labels[~np.isnan(labels)]
-    return float(np.mean(np.abs(known - 0.5) < 1e-6)) if len(known) else None
-
-
-@dataclass
-class LoopConfig:
-    """The preference-learning loop (schedule of steps, queries and reward updates)."""
-
-    total_steps: int = 15_000
-    """Environment steps in all (initial random + pre-training + agent training)."""
-    total_labels: int = 20
-    """Query budget: comparisons asked of the teacher over the whole run."""
-    iterations: int = 14
-    """Reward-update iterations; the agent trains between consecutive ones."""
-    initial_steps: int = 1_000
-    """Random-action steps collected before the first query."""
-    pretrain_steps: int = 0
-    """Unsupervised pre-training steps (PEBBLE state-entropy reward) before the first query."""
-    fragment_length: int = 50
-    """Transitions per clip."""
-    initial_comparison_frac: float = 0.3
-    """Share of the label budget asked before any agent training."""
-    initial_epoch_multiplier: float = 5.0
-    """The first reward training runs this many times more epochs."""
-    query_schedule: Literal["constant", "hyperbolic", "inverse_quadratic"] = "hyperbolic"
-    """How the remaining labels are spread over the iterations."""
-    transition_oversampling: float = 1.0
-    """Fragments drawn per fragment needed (>1: pairs picked from a larger pool of clips)."""
-    active_selection: bool = False
-    """Choose queries by ensemble disagreement instead of uniformly (needs ensemble_size >= 2
-    unless the measure is entropy)."""
-    active_selection_oversampling: int = 5
-    """With active selection: candidate pairs considered per query asked."""
-    uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "logit"
-    """Disagreement measure for active selection."""
-    comparison_queue_size: OptInt = None
-    """Keep at most this many comparisons (oldest dropped); None keeps all."""
-    exploration_frac: float = 0.0
-    """Share of query clips taken from random-action episodes (exploration mixing)."""
-    exploration_bonus: float = 0.0
-    """RUNE: the agent's reward gets this weight x the reward ensemble's std (its
-    disagreement), decaying as exploration_bonus x (1 - exploration_bonus_decay)^env_steps; 0: off."""
-    exploration_bonus_decay: float = 1e-4
-    """RUNE: decay of the exploration bonus per environment step."""
-    end_clip_frac: OptFloat = None
-    """Share of query clips drawn among those that contain a terminated episode's end (a fall,
-    a goal), when the episodes to query have any; the rest are drawn uniformly. None (auto):
-    0.5 while at least half the labels so far are ties (e.g. a sparse reward that clips only
-    show where an episode ends), else 0."""
-    checkpoint_interval: int = 1
-    """Save a resumable checkpoint every this many iterations (0: only at the end)."""
-    relabel_batch: int = 16_384
-    """Transitions per batched reward pass when relabelling the replay buffer."""
-    normalize_reward: bool = True
-    """Normalise the learned reward (running mean/std) before the agent sees it."""
-    seed: int = 0
-    """Seed of the loop's random generator (fragments, pairs, selection); prefrl train sets it from --seed."""
-
-    def __post_init__(self) -> None:
-        if self.iterations < 1:
-            raise ValueError(f"iterations must be >= 1, got {self.iterations}")
-        if self.total_labels < 1:
-            raise ValueError(f"total_labels must be >= 1, got {self.total_labels}")
-        if self.end_clip_frac is not None and not 0.0 <= self.end_clip_frac <= 1.0:
-            raise ValueError(f"end_clip_frac must lie in [0, 1], got {self.end_clip_frac}")
-        if not 0.0 <= self.exploration_frac < 1.0:
-            raise ValueError(f"exploration_frac must lie in [0, 1), got {self.exploration_frac}")
-        if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
-            raise ValueError(
-                f"need exploration_bonus >= 0 and exploration_bonus_decay in [0, 1), got "
-                f"{self.exploration_bonus} and {self.exploration_bonus_decay}"
-            )
-        if self.transition_oversampling < 1.0:
-            raise ValueError(f"transition_oversampling must be >= 1, got {self.transition_oversampling}")
-        if self.active_selection_oversampling < 1:
-            raise ValueError("active_selection_oversampling must be >= 1")
-        if self.query_schedule not in SCHEDULES:
-            raise ValueError(f"unknown query schedule {self.query_schedule!r}; choose from {list(SCHEDULES)}")
-        if self.uncertainty_measure not in MEASURES:
-            raise ValueError(
-                f"unknown uncertainty measure {self.uncertainty_measure!r}; choose from {list(MEASURES)}"
-            )
-
-    @property
-    def agent_steps(self) -> int:
-        """Steps of agent training after the initial collection and pre-training."""
-        return self.total_steps - self.initial_steps - self.pretrain_steps
-
-
-@dataclass
-class LoopState:
-    """Where the loop is (saved in checkpoints)."""
-
-    iteration: int = 0
-    env_steps: int = 0
-    queries_asked: int = 0
-    started: bool = False
-    wall_s: float = 0.0
-    history: list[dict[str, float]] = field(default_factory=list)
+from prefrl.training.logger import Logger, NullLogger, RowLogger
+from prefrl.training.schedules import allocate_queries
+from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
 
 
 class PreferenceLoop:
@@ -227,27 +112,25 @@ class PreferenceLoop:
                 f"total_steps {config.total_steps} is smaller than initial_steps + pretrain_steps "
                 f"({config.initial_steps + config.pretrain_steps})"
             )
+        check_selection(config, reward_net.ensemble_size)
         self.config, self.net, self.trainer, self.teacher = config, reward_net, trainer, teacher
         self.agent, self.recorder, self.reward = agent, recorder, reward
         self.trajectories, self.side_env = trajectories, side_env
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.logger = logger or NullLogger()
         self.callbacks = list(callbacks)
-        self.dataset = dataset if dataset is not None else PreferenceDataset(config.comparison_queue_size)
+        self.dataset = dataset if dataset is not None else PreferenceDataset(config.max_labels_kept)
         self.rng = np.random.default_rng(config.seed)
         self.state = LoopState()
         self.config_hash = config_hash
-        self.is_async = isinstance(teacher, AsyncTeacher) and not isinstance(teacher, Teacher)
-        if not self.is_async and not isinstance(teacher, Teacher):
-            raise TypeError(
-                f"teacher {type(teacher).__name__} is neither a Teacher (a label method) nor an "
-                "AsyncTeacher (submit, poll, pending and resume methods)"
-            )
+        self.is_async = is_async(teacher)  # TypeError for anything else
+        self.sync_teacher: Teacher | None = None if self.is_async else cast(Teacher, teacher)
+        self.async_teacher: AsyncTeacher | None = cast(AsyncTeacher, teacher) if self.is_async else None
         self.alloc = allocate_queries(
-            config.total_labels, config.iterations - 1, config.query_schedule, config.initial_comparison_frac
+            config.total_labels, config.iterations - 1, config.query_schedule, config.initial_label_frac
         )
         self.ckpt = CheckpointDir(self.run_dir) if self.run_dir is not None else None
-        self.off_policy = agent is not None and hasattr(agent, "replay_buffer")
+        self.off_policy = isinstance(agent, OffPolicyAlgorithm)
         if reward is not None:
             reward.normalize = config.normalize_reward
             reward.fast = True  # per-step rewards in NumPy; refreshed after every weight change
@@ -291,7 +174,7 @@ class PreferenceLoop:
             metrics["time/wall_s"] = self.state.wall_s
             self.state.history.append({"step": self.state.env_steps, **metrics})
             self.logger.log(metrics, self.state.env_steps)
-            if hasattr(self.logger, "flush_row"):
+            if isinstance(self.logger, RowLogger):  # one row per iteration, written now
                 self.logger.flush_row()
             last = self.state.iteration == self.config.iterations
             k = self.config.checkpoint_interval
@@ -331,8 +214,7 @@ class PreferenceLoop:
         venv.reset()
         for _ in range(math.ceil(steps / venv.num_envs)):
             venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
-        self.state.env_steps += steps
-        self.agent._last_obs = None  # the agent resets the env when it starts learning
+        self.state.env_steps += steps  # the agent has never learned, so its first learn() resets the env
 
     def _pretrain(self, steps: int) -> None:
         """PEBBLE's unsupervised phase: the agent maximises a k-NN state-entropy reward."""
@@ -424,31 +306,39 @@ class PreferenceLoop:
         cand = distinct_pairs(frags, cand)  # no clip against itself, no pair twice
         if not len(cand):
             return {"labels/asked": 0.0}
-        if c.active_selection and len(self.dataset):
-            selector: Any = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)  # type: ignore[arg-type]
-        else:
-            selector = UniformSelector(self.rng)
         k = min(n_queries, len(cand))
-        pairs = cand[selector.select(frags, cand, k)]
+        picked: dict[str, float] = {}
+        if c.active_selection and len(self.dataset):
+            active = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)
+            scores = active.scores(frags, cand)
+            chosen = active.top_k(scores, k)
+            picked = {"labels/disagreement_chosen": float(scores[chosen].mean()),
+                      "labels/disagreement_candidates": float(scores.mean())}  # fmt: skip
+        else:
+            chosen = UniformSelector(self.rng).select(frags, cand, k)
+        pairs = cand[chosen]
         self.state.queries_asked += k
-        if self.is_async:
-            self.teacher.submit(frags, pairs)  # type: ignore[union-attr]
+        if self.async_teacher is not None:
+            self.async_teacher.submit(frags, pairs)
             self._save_labels()
-            return {"labels/asked": float(k)}
-        labels = self.teacher.label(frags, pairs)  # type: ignore[union-attr]
+            return {"labels/asked": float(k), **picked}
+        assert self.sync_teacher is not None
+        labels = self.sync_teacher.label(frags, pairs)
         rep = self.dataset.add(frags, pairs, labels)
         self._after_labels(rep.added)
         return {
             "labels/asked": float(k),
             "labels/answered": float(rep.added),
             "labels/skipped": float(rep.skipped),
+            **picked,
         }
 
     def _poll(self, all: bool = False) -> int:
         """Add the answers an async teacher has ready (every answer so far with ``all``, those
         already in the dataset skipped by their keys); returns how many were added."""
         added = 0
-        for batch in self.teacher.poll(all=all):  # type: ignore[union-attr]
+        assert self.async_teacher is not None
+        for batch in self.async_teacher.poll(all=all):
             ans = Answers(*batch)
             added += self.dataset.add(ans.fragments, ans.pairs, ans.labels, ans.keys).added
         if added:
@@ -484,7 +374,7 @@ class PreferenceLoop:
         while len(self.dataset) == 0:
             if self._poll():
                 break
-            pending = self.teacher.pending()  # type: ignore[union-attr]
+            pending = self.async_teacher.pending() if self.async_teacher is not None else 0
             waited = time.perf_counter() - t0
             print(f"\rwaiting for labels: {pending} queries pending, {waited:.0f}s", end="", file=sys.stderr)
             time.sleep(1.0)
@@ -596,10 +486,7 @@ class PreferenceLoop:
         """Write a complete resumable checkpoint (see :mod:`prefrl.storage.checkpoint`)."""
         assert self.ckpt is not None and self.run_dir is not None
         path = self.ckpt.begin(self.state.iteration)
-        save_reward_net(self.net, path / "reward.safetensors")
-        save_tensor_state({"trainer": self.trainer.state_dict(), "torch_rng": torch.get_rng_state()},
-                          path / "trainer.safetensors")  # fmt: skip
-        self.dataset.save(path / "preferences.npz")
+        save_learner(path, self.net, self.trainer.state_dict(), self.dataset)
         if self.agent is not None:
             self.agent.save(str(path / "policy.zip"))
             if self.off_policy:
@@ -625,7 +512,7 @@ class PreferenceLoop:
         source = prefs if prefs.exists() else fallback
         if source is not None:
             self.dataset = PreferenceDataset.load(source)
-            self.dataset.max_size = self.config.comparison_queue_size
+            self.dataset.max_size = self.config.max_labels_kept
             if self.dataset.fragments is not None:  # clips may have been shortened to fit the episodes
                 self.config.fragment_length = self.dataset.fragments.length
         labels_state = self.ckpt.read_labels_state()
@@ -633,8 +520,8 @@ class PreferenceLoop:
             self.state.queries_asked = max(self.state.queries_asked, int(labels_state["queries_asked"]))
             kept = labels_state.get("iteration_labels", {})
             self._iteration_labels = {k: float(v) for k, v in kept.items()}
-        if self.is_async:  # the teacher holds what was asked; take back answers not yet kept
-            self.state.queries_asked = int(self.teacher.resume())  # type: ignore[union-attr]
+        if self.async_teacher is not None:  # it holds what was asked; take back answers not yet kept
+            self.state.queries_asked = int(self.async_teacher.resume())
             self._poll(all=True)
         self.state.queries_asked = max(self.state.queries_asked, len(self.dataset))
 
@@ -653,19 +540,9 @@ class PreferenceLoop:
         state = self.ckpt.read_state(path)
         if self.config_hash and state.get("config_hash") not in ("", self.config_hash):
             raise ValueError(f"{path}: this checkpoint was written by a run with a different config")
-        try:
-            net = load_reward_net(path / "reward.safetensors")
-        except (FileNotFoundError, ValueError) as e:
-            raise ValueError(f"corrupt checkpoint {path}: {e}") from e
-        self.net.load_state_dict(net.state_dict())
+        self.trainer.load_state_dict(load_learner(path, self.net))
         if self.reward is not None:
             self.reward.refresh()
-        if (path / "trainer.pt").exists() and not (path / "trainer.safetensors").exists():
-            raise ValueError(f"{path}: written by an older prefrl (trainer.pt, a pickle-based file this "
-                             "version does not load); start a new run directory")  # fmt: skip
-        blob = load_tensor_state(path / "trainer.safetensors")
-        self.trainer.load_state_dict(blob["trainer"])
-        torch.set_rng_state(blob["torch_rng"])
         s = self.state
         s.iteration, s.env_steps, s.started = (
             int(state["iteration"]),

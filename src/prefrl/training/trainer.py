@@ -39,8 +39,9 @@ class RewardTrainerConfig:
     """Pairs per optimiser step (per ensemble member)."""
     grad_accum_steps: int = 1
     """Split each batch into this many chunks whose gradients are accumulated (saves memory)."""
-    epochs: float = 3.0
-    """Passes over the training pairs per call to train() (fractions allowed)."""
+    epochs: float = 50.0
+    """Passes over the training pairs per call to train() (fractions allowed): per reward update
+    in the loop, per training round in the preference wrapper."""
     weight_decay: float = 0.0
     """AdamW decoupled weight decay."""
     val_fraction: float = 0.1

@@ -1,0 +1,148 @@
+"""Configuration and saved state of :class:`~prefrl.training.loop.PreferenceLoop`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from prefrl.config_types import OptFloat, OptInt
+from prefrl.selection.selectors import MEASURES
+from prefrl.training.schedules import SCHEDULES
+
+TIE_WARN = 0.5
+"""Share of tied labels from which a run warns that little can be learned."""
+TIE_HINT = (
+    "A tie teaches the reward model nothing about which behaviour is better. Clips tie when "
+    "their returns are equal, e.g. under a reward that is the same at every step (CartPole's "
+    "+1) unless a clip reaches an episode's end, or under a sparse reward that no clip "
+    "reaches. While ties are the majority, half of each query's clips are drawn where episodes "
+    "end (--loop.end-clip-frac). Also try longer clips (--loop.fragment-length), more exploration "
+    "(--loop.pretrain-steps, --loop.exploration-frac), or active selection "
+    "(--loop.active-selection) so that clips differ."
+)
+
+UNLABELLED_CLIPS = 512
+"""Unlabelled clips drawn per reward update for semi-supervised pseudo-labels."""
+HELDOUT_PAIRS = 200
+"""Fresh clip pairs per iteration for ``reward/heldout_accuracy`` (see ``PreferenceLoop._correlation``)."""
+
+AUTO_END_CLIP_FRAC = 0.5
+"""Share of query clips drawn at episode ends while most labels are ties (``end_clip_frac=None``):
+on Acrobot-v1 with 30 labels it turned a run whose every label was a tie (return -500) into
+one that learned (see docs/benchmarks.md)."""
+
+
+def tie_fraction(labels: np.ndarray) -> float | None:
+    """Share of answered labels ``[B]`` that are ties (0.5); ``None`` when none is answered."""
+    known = labels[~np.isnan(labels)]
+    return float(np.mean(np.abs(known - 0.5) < 1e-6)) if len(known) else None
+
+
+@dataclass
+class LoopConfig:
+    """The preference-learning loop (schedule of steps, queries and reward updates)."""
+
+    total_steps: int = 15_000
+    """Environment steps in all (initial random + pre-training + agent training)."""
+    total_labels: int = 20
+    """Query budget: comparisons asked of the teacher over the whole run."""
+    iterations: int = 14
+    """Reward-update iterations; the agent trains between consecutive ones."""
+    initial_steps: int = 1_000
+    """Random-action steps collected before the first query."""
+    pretrain_steps: int = 0
+    """Unsupervised pre-training steps (PEBBLE state-entropy reward) before the first query."""
+    fragment_length: int = 50
+    """Transitions per clip."""
+    initial_label_frac: float = 0.3
+    """Share of the label budget asked before any agent training."""
+    initial_epoch_multiplier: float = 5.0
+    """The first reward training runs this many times more epochs."""
+    query_schedule: Literal["constant", "hyperbolic", "inverse_quadratic"] = "hyperbolic"
+    """How the remaining labels are spread over the iterations."""
+    transition_oversampling: float = 1.0
+    """Fragments drawn per fragment needed (>1: pairs picked from a larger pool of clips)."""
+    active_selection: bool = False
+    """Choose queries by ensemble disagreement instead of uniformly (needs ensemble_size >= 2
+    unless the measure is entropy)."""
+    active_selection_oversampling: int = 5
+    """With active selection: candidate pairs considered per query asked."""
+    uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "logit"
+    """Disagreement measure for active selection."""
+    max_labels_kept: OptInt = 3000
+    """Train on at most this many of the newest labels (older ones dropped, bounding memory in
+    long pixel runs); None keeps all."""
+    exploration_frac: float = 0.0
+    """Share of query clips taken from random-action episodes (exploration mixing)."""
+    exploration_bonus: float = 0.0
+    """RUNE: the agent's reward gets this weight x the reward ensemble's std (its
+    disagreement), decaying as exploration_bonus x (1 - exploration_bonus_decay)^env_steps; 0: off."""
+    exploration_bonus_decay: float = 1e-4
+    """RUNE: decay of the exploration bonus per environment step."""
+    end_clip_frac: OptFloat = None
+    """Share of query clips drawn among those that contain a terminated episode's end (a fall,
+    a goal), when the episodes to query have any; the rest are drawn uniformly. None (auto):
+    0.5 while at least half the labels so far are ties (e.g. a sparse reward that clips only
+    show where an episode ends), else 0."""
+    checkpoint_interval: int = 1
+    """Save a resumable checkpoint every this many iterations (0: only at the end)."""
+    relabel_batch: int = 16_384
+    """Transitions per batched reward pass when relabelling the replay buffer."""
+    normalize_reward: bool = True
+    """Normalise the learned reward (running mean/std) before the agent sees it."""
+    seed: int = 0
+    """Seed of the loop's random generator (fragments, pairs, selection); prefrl train sets it from --seed."""
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise ValueError(f"iterations must be >= 1, got {self.iterations}")
+        if self.total_labels < 1:
+            raise ValueError(f"total_labels must be >= 1, got {self.total_labels}")
+        if self.end_clip_frac is not None and not 0.0 <= self.end_clip_frac <= 1.0:
+            raise ValueError(f"end_clip_frac must lie in [0, 1], got {self.end_clip_frac}")
+        if not 0.0 <= self.exploration_frac < 1.0:
+            raise ValueError(f"exploration_frac must lie in [0, 1), got {self.exploration_frac}")
+        if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
+            raise ValueError(
+                f"need exploration_bonus >= 0 and exploration_bonus_decay in [0, 1), got "
+                f"{self.exploration_bonus} and {self.exploration_bonus_decay}"
+            )
+        if self.transition_oversampling < 1.0:
+            raise ValueError(f"transition_oversampling must be >= 1, got {self.transition_oversampling}")
+        if self.active_selection_oversampling < 1:
+            raise ValueError("active_selection_oversampling must be >= 1")
+        if self.query_schedule not in SCHEDULES:
+            raise ValueError(f"unknown query schedule {self.query_schedule!r}; choose from {list(SCHEDULES)}")
+        if self.uncertainty_measure not in MEASURES:
+            raise ValueError(
+                f"unknown uncertainty measure {self.uncertainty_measure!r}; choose from {list(MEASURES)}"
+            )
+
+    @property
+    def agent_steps(self) -> int:
+        """Steps of agent training after the initial collection and pre-training."""
+        return self.total_steps - self.initial_steps - self.pretrain_steps
+
+
+@dataclass
+class LoopState:
+    """Where the loop is (saved in checkpoints)."""
+
+    iteration: int = 0
+    env_steps: int = 0
+    queries_asked: int = 0
+    started: bool = False
+    wall_s: float = 0.0
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def check_selection(config: LoopConfig, ensemble_size: int) -> None:
+    """Raise ``ValueError`` before anything runs when active selection cannot work: every
+    disagreement measure but ``entropy`` needs an ensemble of two or more reward nets."""
+    if config.active_selection and config.uncertainty_measure != "entropy" and ensemble_size < 2:
+        raise ValueError(
+            f"active selection by {config.uncertainty_measure!r} disagreement needs an ensemble: "
+            f"ensemble_size is {ensemble_size} (use 2 or more, or uncertainty_measure 'entropy')"
+        )
