@@ -30,12 +30,12 @@ from prefrl.agents.sb3 import (
     make_env,
     resolve_algo,
 )
-from prefrl.cli.sweep import apply_options as apply_sweep_options
-from prefrl.cli.sweep import parse_options
-from prefrl.cli.train import TrainConfig, train
 from prefrl.storage.checkpoint import dumps, write_json
+from prefrl.sweep.runner import apply_options as apply_sweep_options
+from prefrl.sweep.runner import parse_options
 from prefrl.teachers import PRESETS
 from prefrl.training.loop import LoopConfig
+from prefrl.training.run import TrainConfig, train
 
 DEFAULT_ITERATIONS = 14
 

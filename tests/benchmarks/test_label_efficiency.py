@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prefrl.cli.train import TrainConfig
+from prefrl.training.run import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,12 +18,12 @@ from prefrl.agents.policies import resolve_policy
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env, relabel_replay_buffer
 from prefrl.cli.main import main
-from prefrl.cli.train import EnvConfig, RewardNetConfig
 from prefrl.data.fragments import sample_fragments
 from prefrl.envs.atari import SCORE_ROWS, HideScore, make_atari_env
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import CNNReward, MLPReward
 from prefrl.storage.clips import clip_frames
+from prefrl.training.run_config import EnvConfig, RewardNetConfig
 
 ACTS = spaces.Discrete(6)
 

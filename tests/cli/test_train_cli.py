@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from prefrl.cli import train as train_cli
 from prefrl.cli.main import main
+from prefrl.training import run, run_config
 
 
 def test_print_config_with_config_file_and_override(
@@ -113,7 +113,7 @@ def test_existing_run_dir_needs_force_and_resume_needs_same_config(
     (run / "keep.txt").write_text("precious")
     assert main(["train", "--run-dir", str(run)]) == 2
     assert "--force" in capsys.readouterr().err and (run / "keep.txt").read_text() == "precious"
-    cfg = train_cli.config_to_dict(train_cli.TrainConfig())
+    cfg = run_config.config_to_dict(run_config.TrainConfig())
     (run / "config.json").write_text(json.dumps(cfg))
     assert main(["train", "--resume", str(run), "--loop.total-labels", "99"]) == 2
     err = capsys.readouterr().err
@@ -168,7 +168,7 @@ def test_evaluate_measures_true_return_and_records_video(
 
     run = tmp_path / "run"
     run.mkdir()
-    (run / "config.json").write_text(json.dumps(train_cli.config_to_dict(train_cli.TrainConfig())))
+    (run / "config.json").write_text(json.dumps(run_config.config_to_dict(run_config.TrainConfig())))
     make_agent(AgentConfig(net_arch=[8]), make_vec_env("Pendulum-v1")).save(str(run / "policy.zip"))
     assert main(["evaluate", str(run), "--episodes", "2", "--videos", "1"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -216,8 +216,8 @@ def test_ctrl_c_prints_the_resume_command_not_a_traceback(tmp_path: Path) -> Non
 
 def test_web_teacher_says_where_to_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = str(tmp_path / "labels.db")
-    cfg = train_cli.TrainConfig(teacher="web", store=store, run_dir=str(tmp_path / "run"), progress=False)
-    train_cli.build_run(cfg)
+    cfg = run_config.TrainConfig(teacher="web", store=store, run_dir=str(tmp_path / "run"), progress=False)
+    run.build_run(cfg)
     err = capsys.readouterr().err
     assert f"prefrl label serve --store {store}" in err and "http://127.0.0.1:8000/" in err
     assert f"prefrl label add-user --store {store} NAME" in err
@@ -243,10 +243,10 @@ def test_missing_optional_dependency_is_one_line(tmp_path: Path, capsys: pytest.
 
 @pytest.mark.parametrize(("env_id", "want"), [("CartPole-v1", "tanh"), ("Pendulum-v1", "linear")])
 def test_auto_reward_output_is_bounded_where_episodes_terminate(env_id: str, want: str) -> None:
-    cfg = train_cli.TrainConfig()
+    cfg = run_config.TrainConfig()
     cfg.env.id = env_id
     assert cfg.reward.output == "auto"
-    assert train_cli.resolve_reward_output(cfg, {}) == want
+    assert run.resolve_reward_output(cfg, {}) == want
 
 
 def test_headless_rendering_prints_no_sdl_error() -> None:
@@ -267,10 +267,10 @@ def test_headless_rendering_prints_no_sdl_error() -> None:
 def test_device_auto_is_resolved_recorded_and_followed_by_the_agent(tmp_path: Path) -> None:
     import torch
 
-    cfg = train_cli.parse_args(["--run-dir", str(tmp_path / "r"), "--loop.total-steps", "600",
+    cfg = run_config.parse_args(["--run-dir", str(tmp_path / "r"), "--loop.total-steps", "600",
                                 "--loop.initial-steps", "200", "--no-progress"])  # fmt: skip
     assert cfg.device == "auto" and cfg.agent.device == "auto"
-    r = train_cli.build_run(cfg)
+    r = run.build_run(cfg)
     want = "cuda" if torch.cuda.is_available() else "cpu"
     conf = json.loads((tmp_path / "r" / "config.json").read_text())
     assert conf["device"] == want and conf["agent"]["device"] == want  # a resume uses the same

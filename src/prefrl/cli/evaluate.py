@@ -10,8 +10,8 @@ import tyro
 
 from prefrl.agents.evaluate import evaluate_returns
 from prefrl.agents.sb3 import AUTO, load_agent, make_env, resolve_algo
-from prefrl.cli.train import EnvConfig
 from prefrl.storage.checkpoint import dumps, read_json, write_json
+from prefrl.training.run_config import EnvConfig
 
 
 @dataclass

@@ -11,7 +11,7 @@ import tyro
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import load_agent, make_env
-from prefrl.cli.train import EnvConfig
+from prefrl.training.run_config import EnvConfig
 
 
 @dataclass

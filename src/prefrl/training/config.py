@@ -143,6 +143,7 @@ def check_selection(config: LoopConfig, ensemble_size: int) -> None:
     disagreement measure but ``entropy`` needs an ensemble of two or more reward nets."""
     if config.active_selection and config.uncertainty_measure != "entropy" and ensemble_size < 2:
         raise ValueError(
-            f"active selection by {config.uncertainty_measure!r} disagreement needs an ensemble: "
-            f"ensemble_size is {ensemble_size} (use 2 or more, or uncertainty_measure 'entropy')"
+            f"active selection (--loop.active-selection) by {config.uncertainty_measure!r} disagreement "
+            f"needs --reward.ensemble-size >= 2 (members to disagree), got {ensemble_size}; or use "
+            "--loop.uncertainty-measure entropy"
         )

@@ -1,0 +1,318 @@
+"""A grid of training runs as Ray tasks, on this machine or a cluster (``prefrl sweep``).
+
+Each cell (environment x label budget x teacher x seed) is one Ray task calling the same
+:func:`~prefrl.training.run.train` as ``prefrl train``; the reference run on the true reward
+(same agent and steps) is one task per (environment, agent, steps, seed), shared by every
+budget and teacher. The layout under ``out`` is described in :mod:`prefrl.cli.sweep`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import tyro
+
+from prefrl.config_types import OptFile, OptInt
+from prefrl.storage.checkpoint import read_json, write_json
+
+SWEEP_FORMAT = "prefrl.sweep"
+OBJECT_STORE_BYTES = 256 * 2**20
+"""A local Ray's object store: cells exchange only small dicts, so Ray's default (30% of RAM,
+mapped into every worker) would only cost address space."""
+
+
+@dataclass
+class SweepConfig:
+    """Run a grid of prefrl train runs (environments x label budgets x teachers x seeds) on Ray."""
+
+    env: Annotated[list[str], tyro.conf.arg(metavar="ID [ID ...]", help_behavior_hint="(required)")] = field(
+        default_factory=list
+    )
+    """Gymnasium environment ids."""
+    labels: Annotated[list[int], tyro.conf.arg(metavar="N [N ...]", help_behavior_hint="(required)")] = field(
+        default_factory=list
+    )
+    """Label budgets."""
+    seeds: int = 3
+    """Seeds per cell: 0 .. seeds-1."""
+    out: Annotated[str, tyro.conf.arg(metavar="DIR", help_behavior_hint="(required)")] = ""
+    """Directory of the sweep; a repeated sweep there skips finished cells."""
+    teacher: Annotated[list[str], tyro.conf.arg(metavar="NAME [NAME ...]")] = field(
+        default_factory=lambda: ["oracle"]
+    )
+    """Simulated teachers (presets of prefrl train --teacher)."""
+    steps: OptInt = None
+    """Environment steps per run (default: prefrl train's --loop.total-steps)."""
+    set: Annotated[
+        list[str], tyro.conf.arg(metavar="SECTION.OPTION=VALUE ...", help_behavior_hint="(optional)")
+    ] = field(default_factory=list)
+    """Options of every learned run, as prefrl train takes them, e.g. trainer.noise_filter=true
+    agent.algo=td3 (JSON values)."""
+    config: OptFile = None
+    """JSON file with any of these options (the command line wins)."""
+    address: Annotated[
+        str | None, tyro.conf.arg(metavar="HOST:PORT", help_behavior_hint="(default: local)")
+    ] = None
+    """Address of an existing Ray cluster (ray start --head prints it); default: a local Ray."""
+    cpus_per_cell: float = 1.0
+    """CPUs Ray reserves for each cell (each run uses one torch thread per CPU)."""
+    gpus_per_cell: float = 0.0
+    """GPUs Ray reserves for each cell."""
+    num_cpus: OptInt = None
+    """Local Ray only: CPUs to use (default: all)."""
+    eval_episodes: int = 10
+    """Evaluation episodes per policy on the unmodified environment."""
+    progress: bool = True
+    """Show the live progress line."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One task of the grid: a learned run, or the reference run on the true reward."""
+
+    kind: str  # "learned" | "oracle"
+    env: str
+    agent: str
+    steps: int
+    seed: int
+    teacher: str = ""
+    labels: int = 0
+
+    @property
+    def name(self) -> str:
+        if self.kind == "oracle":
+            return f"true-reward-{self.env.replace('/', '_')}-{self.agent}-{self.steps}s-seed{self.seed}"
+        env = self.env.replace("/", "_")
+        return f"{env}-{self.agent}-{self.teacher}-{self.labels}l-{self.steps}s-seed{self.seed}"
+
+
+# ------------------------------------------------------------------------ the grid
+SET_BY_SWEEP = ("seed", "teacher", "run_dir", "resume", "force", "config", "print_config", "env.id",
+                "loop.total_labels", "loop.total_steps")  # fmt: skip
+"""Options each cell gets from the grid (--env, --labels, --seeds, --teacher, --steps)."""
+
+
+def parse_options(items: list[str], bare: str | None = None) -> dict[str, Any]:
+    """``["section.option=value", ...]`` -> ``{"section.option": value}`` (JSON values), checked
+    against prefrl train's config so that a typo fails before anything runs. A name without a
+    section is a top-level option, or one of section ``bare`` when given."""
+    from prefrl.training.run import TrainConfig
+
+    cfg = TrainConfig()
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        section, dot, opt = name.rpartition(".")
+        owner = section if dot else bare
+        target = cfg if owner is None else getattr(cfg, owner, None)
+        if not sep or target is None or not dataclasses.is_dataclass(target) or not hasattr(target, opt):
+            where = f" (a bare NAME is a {bare} option)" if bare else ""
+            raise ValueError(f"{item!r}: expected NAME=VALUE naming an option of prefrl train{where}")
+        try:
+            out[name] = json.loads(text)
+        except json.JSONDecodeError:
+            out[name] = text
+    return out
+
+
+def apply_options(cfg: Any, options: dict[str, Any], bare: str | None = None) -> None:
+    """Set ``{"section.option": value}`` on a TrainConfig (bare names: on section ``bare``)."""
+    for name, value in options.items():
+        section, dot, opt = name.rpartition(".")
+        owner = section if dot else bare
+        target = cfg if owner is None else getattr(cfg, owner)
+        if isinstance(value, list) and isinstance(getattr(target, opt), tuple):
+            value = tuple(value)
+        setattr(target, opt, value)
+
+
+def grid(sc: SweepConfig, options: dict[str, Any]) -> tuple[list[Cell], list[Cell]]:
+    """(learned cells, reference cells) of the sweep, agents resolved per environment."""
+    from prefrl.agents.sb3 import check_env_id, make_env, resolve_algo
+    from prefrl.training.run import TrainConfig
+
+    default = TrainConfig()
+    steps = sc.steps or default.loop.total_steps
+    learned, oracle = [], []
+    for env_id in sc.env:
+        check_env_id(env_id)
+        probe = make_env(env_id)
+        agent = resolve_algo(str(options.get("agent.algo", default.agent.algo)), probe.action_space)
+        probe.close()
+        for seed in range(sc.seeds):
+            oracle.append(Cell("oracle", env_id, agent, steps, seed))
+            for teacher in sc.teacher:
+                for labels in sc.labels:
+                    learned.append(Cell("learned", env_id, agent, steps, seed, teacher, labels))
+    return learned, oracle
+
+
+# ------------------------------------------------------------------------ one cell
+def run_cell(cell: dict[str, Any], options: dict[str, Any], cell_dir: str, eval_episodes: int,
+             threads: int) -> dict[str, Any]:  # fmt: skip
+    """Run one cell (in a Ray worker); returns its result, also written to ``result.json``.
+
+    A learned cell whose run directory exists resumes from its last checkpoint.
+    """
+    import ray
+    import torch
+
+    from prefrl.agents.evaluate import train_on_true_reward
+    from prefrl.agents.sb3 import AgentConfig
+    from prefrl.training.run import TrainConfig, train
+    from prefrl.training.run_config import parse_args
+
+    c = Cell(**cell)
+    d = Path(cell_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    if c.kind == "learned":
+        run = d / "run"
+        if (run / "config.json").exists():
+            cfg = parse_args(["--resume", str(run), "--no-progress", "--threads", str(threads)])
+        else:
+            cfg = TrainConfig(seed=c.seed, teacher=c.teacher, run_dir=str(run), force=True, progress=False,
+                              eval_episodes=eval_episodes, threads=threads)  # fmt: skip
+            cfg.env.id, cfg.agent.algo = c.env, c.agent
+            cfg.loop.total_steps, cfg.loop.total_labels = c.steps, c.labels
+            apply_options(cfg, options)
+            cfg.agent.algo = c.agent
+        rep = train(cfg)
+        res = {"return": rep["true_return"], "train_wall_s": rep["train_wall_s"],
+               "labels_used": rep["labels_used"], "reward_accuracy": rep.get("reward_accuracy")}  # fmt: skip
+    else:
+        agent_cfg = AgentConfig(algo=c.agent)
+        initial = min(1000, c.steps // 10)  # as the learned runs' random-action start
+        ret, wall, _ = train_on_true_reward(
+            agent_cfg, c.env, c.steps, c.seed, d / "run", eval_episodes, initial
+        )
+        res = {"return": ret, "train_wall_s": wall}
+    ctx = ray.get_runtime_context()
+    res.update(cell=dataclasses.asdict(c), wall_s=time.perf_counter() - t0, node_id=ctx.get_node_id(),
+               ray_address=ctx.gcs_address)  # fmt: skip
+    write_json(d / "result.json", res)
+    return res
+
+
+# ------------------------------------------------------------------------ the driver
+def _check_out(out: Path, sc: SweepConfig, options: dict[str, Any]) -> None:
+    """Record the sweep's options in ``out/sweep.json``; refuse a different sweep there."""
+    spec = {"format": SWEEP_FORMAT, "options": options, "steps": sc.steps, "eval_episodes": sc.eval_episodes}
+    path = out / "sweep.json"
+    if path.exists():
+        old = read_json(path, "sweep file")
+        if old.get("format") != SWEEP_FORMAT:
+            raise ValueError(f"{path}: not a prefrl sweep file")
+        if {k: old.get(k) for k in spec} != spec:
+            raise ValueError(
+                f"{out} holds a sweep with other options ({old.get('options')}, steps {old.get('steps')}); "
+                "use another --out, or the same options to finish it"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(path, spec)
+
+
+def _short_temp_dir() -> str | None:
+    """Ray's session folder under a long ``TMPDIR`` breaks its Unix socket paths (107 bytes at
+    most): there, use ``/tmp/ray`` instead of ``$TMPDIR/ray`` (``None``: Ray's default)."""
+    import tempfile
+
+    if len(tempfile.gettempdir()) > 40 and Path("/tmp").is_dir() and os.access("/tmp", os.W_OK):
+        return "/tmp/ray"
+    return None
+
+
+def _ray_init(sc: SweepConfig) -> Any:
+    if sc.address:  # clusters of `ray start` use token authentication; a driver must opt in (before import)
+        if os.environ.get("RAY_AUTH_TOKEN") or (Path.home() / ".ray" / "auth_token").exists():
+            os.environ.setdefault("RAY_AUTH_MODE", "token")
+    try:
+        import ray
+    except ImportError:
+        raise SystemExit("prefrl sweep needs Ray: pip install 'prefrl[sweep]'") from None
+    env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}}
+    if sc.address:
+        ray.init(address=sc.address, runtime_env=env, log_to_driver=False)
+    else:
+        ray.init(
+            address="local",
+            num_cpus=sc.num_cpus,
+            _temp_dir=_short_temp_dir(),
+            object_store_memory=OBJECT_STORE_BYTES,
+            include_dashboard=False,
+            runtime_env=env,
+            log_to_driver=False,
+        )  # always a new local Ray, never one left running
+    return ray
+
+
+def run_sweep(sc: SweepConfig) -> dict[str, Any]:
+    """Run (or finish) a sweep; returns ``{"done", "skipped", "failed", "results", ...}``."""
+    if not sc.env or not sc.labels or not sc.out:
+        raise ValueError("give --env ID [ID ...], --labels N [N ...] and --out DIR")
+    if sc.seeds < 1 or min(sc.labels) < 1:
+        raise ValueError("--seeds and every --labels must be >= 1")
+    try:
+        options = parse_options(sc.set)
+    except ValueError as e:
+        raise ValueError(f"--set {e}") from None
+    fixed = sorted(set(options) & set(SET_BY_SWEEP))
+    if fixed:
+        raise ValueError(
+            f"--set {fixed}: set by the sweep's grid (--env, --labels, --seeds, --teacher, --steps)"
+        )
+    learned, oracle = grid(sc, options)
+    out = Path(sc.out)
+    _check_out(out, sc, options)
+    cells = oracle + learned
+    todo = [c for c in cells if not (out / "cells" / c.name / "result.json").exists()]
+    skipped = len(cells) - len(todo)
+    failed: dict[str, str] = {}
+    t0 = time.perf_counter()
+    if todo:
+        ray = _ray_init(sc)
+        try:
+            task = ray.remote(num_cpus=sc.cpus_per_cell, num_gpus=sc.gpus_per_cell, max_retries=0)(run_cell)
+            threads = max(1, int(sc.cpus_per_cell))
+            pending = {
+                task.remote(dataclasses.asdict(c), options, str(out / "cells" / c.name), sc.eval_episodes,
+                            threads): c
+                for c in todo
+            }  # fmt: skip
+            done = 0
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                for ref in ready:
+                    c = pending.pop(ref)
+                    try:
+                        ray.get(ref)
+                        done += 1
+                    except Exception as e:  # the cell's own error, with its traceback
+                        msg = "".join(traceback.format_exception_only(type(e), e)).strip()
+                        failed[c.name] = msg
+                        (out / "cells" / c.name).mkdir(parents=True, exist_ok=True)
+                        (out / "cells" / c.name / "error.txt").write_text(str(e))
+                        print(f"\nprefrl sweep: cell {c.name} failed: {msg.splitlines()[-1][:300]}",
+                              file=sys.stderr)  # fmt: skip
+                if sc.progress:
+                    print(f"\rcells: {skipped + done}/{len(cells)} done ({skipped} before), {len(pending)} "
+                          f"running or queued, {len(failed)} failed, {time.perf_counter() - t0:.0f} s",
+                          end="", file=sys.stderr, flush=True)  # fmt: skip
+            if sc.progress:
+                print(file=sys.stderr)
+        finally:
+            ray.shutdown()
+    from prefrl.sweep.report import write_reports
+
+    summary = write_reports(out, learned, oracle, sc.eval_episodes)
+    return {"cells": len(cells), "skipped": skipped, "ran": len(todo) - len(failed), "failed": failed,
+            "wall_s": time.perf_counter() - t0, **summary}  # fmt: skip

@@ -1,0 +1,310 @@
+"""One training run from a :class:`~prefrl.training.run_config.TrainConfig`: the function behind
+``prefrl train`` and each cell of ``prefrl sweep``. From Python::
+
+    from prefrl.training.run import TrainConfig, train
+    report = train(TrainConfig(run_dir="runs/pendulum"))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.sb3 import (
+    check_agent_space,
+    check_env_id,
+    load_agent,
+    make_agent,
+    make_env,
+    make_vec_env,
+    resolve_algo,
+)
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.rewards.nets import RewardNet
+from prefrl.storage.checkpoint import config_hash, write_json
+from prefrl.teachers.spec import AnyTeacher, make_teacher
+from prefrl.training.callbacks import ProgressBar
+from prefrl.training.config import TIE_HINT, TIE_WARN, check_selection, tie_fraction
+from prefrl.training.loop import PreferenceLoop
+from prefrl.training.metrics_log import MetricsLogger
+from prefrl.training.run_config import IGNORED_ON_RESUME, TrainConfig, config_to_dict
+from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
+
+
+# ------------------------------------------------------------------------ wiring
+def cli_teacher(cfg: TrainConfig, run_name: str) -> AnyTeacher:
+    """The teacher ``cfg.teacher`` names (a simulated one seeded from ``--seed``)."""
+    return make_teacher(cfg.teacher, run=run_name, seed=cfg.seed + 7, store=cfg.store)
+
+
+def web_teacher_hint(store: str, run_name: str) -> str:
+    """Where the queries of a ``--teacher web`` run go and the commands that label them."""
+    return (
+        f"prefrl: queries of run {run_name!r} go to the store {store}. To label them in a browser, "
+        "in another terminal:\n"
+        f"  prefrl label add-user --store {store} NAME    # prints NAME's sign-in token\n"
+        f"  prefrl label serve --store {store}            # then open http://127.0.0.1:8000/ and sign in"
+    )
+
+
+def prepare_run_dir(cfg: TrainConfig) -> Path:
+    """Create (or, on resume, check) the run directory and write ``config.json``."""
+    if cfg.resume is not None:
+        run = Path(cfg.resume)
+        if not (run / "config.json").exists():
+            raise FileNotFoundError(f"--resume {run}: not a run directory (no config.json)")
+        return run
+    if cfg.run_dir is None:
+        kind = "offline" if cfg.trajectory_path is not None else cfg.agent.algo  # offline: no agent trains
+        cfg.run_dir = f"runs/{cfg.env.id.replace('/', '_')}-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = Path(cfg.run_dir)
+    if run.exists() and any(run.iterdir()):
+        if not cfg.force:
+            raise FileExistsError(
+                f"run directory {run} already exists; pass --force to overwrite it "
+                f"or --resume {run} to continue"
+            )
+        shutil.rmtree(run)
+    run.mkdir(parents=True, exist_ok=True)
+    write_json(run / "config.json", config_to_dict(cfg))
+    return run
+
+
+def _hash(cfg: TrainConfig) -> str:
+    return config_hash({k: v for k, v in config_to_dict(cfg).items() if k not in IGNORED_ON_RESUME})
+
+
+@dataclass
+class Run:
+    """Everything :func:`build_run` wires together."""
+
+    loop: PreferenceLoop
+    run_dir: Path
+    logger: MetricsLogger
+    env_kwargs: dict[str, Any]
+
+
+def build_run(cfg: TrainConfig) -> Run:
+    """Validate ``cfg`` and wire env stack, agent, reward model, teacher and loop."""
+    check_env_id(cfg.env.id)
+    env_kwargs = cfg.env.parsed_kwargs()
+    probe = make_env(cfg.env.id, env_kwargs)
+    obs_space, act_space = probe.observation_space, probe.action_space
+    probe.close()
+    offline = cfg.trajectory_path is not None
+    if not offline:
+        check_agent_space(cfg.agent.algo, act_space)
+        cfg.agent.algo = resolve_algo(cfg.agent.algo, act_space)  # config.json names the real agent
+    if cfg.reward.output == "auto" and cfg.resume is None:  # config.json names the output used
+        cfg.reward.output = resolve_reward_output(cfg, env_kwargs)
+    check_selection(cfg.loop, cfg.reward.ensemble_size)
+    if cfg.teacher == "web" and cfg.store is None:
+        raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
+    human = cfg.teacher in ("terminal", "web")
+    cfg.device = resolve_device(cfg.device)  # config.json names the device used
+    if cfg.agent.device == "auto":
+        cfg.agent.device = cfg.device
+    torch.manual_seed(cfg.seed)  # reward-net initialisation: a run is reproducible from its seed
+    net = cfg.reward.build(obs_space, act_space).to(
+        cfg.device
+    )  # (bad options fail before any file is written)
+    trainer = RewardTrainer(net, dataclasses.replace(cfg.trainer, seed=cfg.seed))
+    run = prepare_run_dir(cfg)
+    teacher = cli_teacher(cfg, run.name)
+    if cfg.teacher == "web":
+        print(web_teacher_hint(cfg.store, run.name), file=sys.stderr, flush=True)  # type: ignore[arg-type]
+    logger = MetricsLogger(run)
+    callbacks = [ProgressBar(disable=not cfg.progress)]
+    loop_cfg = dataclasses.replace(cfg.loop, seed=cfg.seed)
+    side_env = make_env(cfg.env.id, env_kwargs, render=human)
+    if offline:
+        trajs = TrajectoryBatch.load(cfg.trajectory_path)  # type: ignore[arg-type]
+        loop = PreferenceLoop(loop_cfg, net, trainer, teacher, trajectories=trajs, run_dir=run, logger=logger,
+                              callbacks=callbacks, config_hash=_hash(cfg))  # fmt: skip
+        return Run(loop, run, logger, env_kwargs)
+    recorder = TrajectoryRecorder(
+        make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human
+    )
+    reward = LearnedReward(net)
+    venv = LearnedRewardVecEnv(recorder, reward)
+    if cfg.agent_path is not None:
+        agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device)
+    else:
+        agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
+    log_agent(agent, run)
+    loop = PreferenceLoop(loop_cfg, net, trainer, teacher, agent=agent, recorder=recorder, reward=reward,
+                          side_env=side_env, run_dir=run, logger=logger, callbacks=callbacks,
+                          config_hash=_hash(cfg))  # fmt: skip
+    return Run(loop, run, logger, env_kwargs)
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; others checked to exist."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"--device {device!r}: not a device (auto, cpu, cuda or cuda:N)") from e
+    if dev.type == "cuda":
+        n = torch.cuda.device_count()
+        if n == 0:
+            raise ValueError(f"--device {device}: no CUDA device is visible here (use --device cpu or auto)")
+        if dev.index is not None and dev.index >= n:
+            raise ValueError(f"--device {device}: only {n} CUDA device(s) (cuda:0 .. cuda:{n - 1})")
+    elif dev.type != "cpu":
+        raise ValueError(f"--device {device!r}: prefrl runs on cpu or cuda")
+    return device
+
+
+def resolve_reward_output(cfg: TrainConfig, env_kwargs: dict[str, Any]) -> Literal["linear", "tanh"]:
+    """``--reward.output auto``: tanh where random actions reach a termination (a fall, a goal)
+    within ``--loop.initial-steps`` steps, linear where they only meet time limits.
+
+    Measured (docs/benchmarks.md): the bounded output fixed InvertedPendulum and Hopper and left
+    CartPole, Acrobot and the double pendulum at the oracle's level; on HalfCheetah, which never
+    terminates, the linear output scored higher.
+    """
+    from prefrl.agents.rollout import collect_episodes
+
+    env = make_env(cfg.env.id, env_kwargs)
+    try:
+        steps = max(1, min(cfg.loop.initial_steps, 2000))
+        batch = collect_episodes(env, n_steps=steps, seed=cfg.seed + 31)
+    finally:
+        env.close()
+    return "tanh" if bool(np.any(batch.terminated)) else "linear"
+
+
+def log_agent(agent: Any, run_dir: Path) -> None:
+    """Send SB3's own metrics (``rollout/ep_rew_mean``, ``train/actor_loss``, ...) to TensorBoard,
+    in ``RUN/tb/agent`` beside prefrl's metrics (``tensorboard --logdir RUN/tb`` shows both)."""
+    if agent is None:
+        return
+    from stable_baselines3.common.logger import configure
+
+    agent.set_logger(configure(str(run_dir / "tb" / "agent"), ["tensorboard"]))
+
+
+def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int = 500) -> float | None:
+    """Accuracy of the learned reward on fresh oracle-labelled pairs of policy + random clips.
+
+    Only pairs with a strict preference count; ``None`` when every pair is a tie (or no
+    clip can be drawn).
+    """
+    env = make_env(cfg.env.id, cfg.env.parsed_kwargs())
+    try:
+        from prefrl.agents.rollout import collect_episodes
+
+        parts = [collect_episodes(env, n_steps=2000, seed=cfg.seed + 99)]
+        if agent is not None:
+            parts.append(collect_episodes(env, n_steps=2000, seed=cfg.seed + 98,
+                                          policy=lambda o: agent.predict(o)[0]))  # fmt: skip
+        batch = TrajectoryBatch.concat(parts)
+        rng = np.random.default_rng(cfg.seed + 5)
+        return true_pair_accuracy(net, batch, n_pairs, cfg.loop.fragment_length, rng)
+    except ValueError:
+        return None
+    finally:
+        env.close()
+
+
+def train(cfg: TrainConfig) -> dict[str, Any]:
+    """Run (or resume) training; writes the run directory and returns the final report."""
+    t0 = time.perf_counter()
+    torch.set_num_threads(max(1, cfg.threads))
+    r = build_run(cfg)
+    loop = r.loop
+    if cfg.resume is not None:
+        algo = cfg.agent.algo
+        venv = loop.agent.get_env() if loop.agent is not None else None
+        if not loop.load_checkpoint(lambda p: load_agent(algo, p, venv, cfg.agent.device)):
+            print(f"{r.run_dir}: no checkpoint yet: starting over with the {len(loop.dataset)} labels "
+                  "given so far (none is asked again)", file=sys.stderr)  # fmt: skip
+        else:
+            r.logger.truncate(loop.env_steps)
+            log_agent(loop.agent, r.run_dir)  # the agent was rebuilt from the checkpoint
+    cpu0, t_run = time.process_time(), time.perf_counter()
+    loop.run()
+    train_cpu = time.process_time() - cpu0
+    setup_s, t_after = t_run - t0, time.perf_counter()
+    r.logger.close()
+    report: dict[str, Any] = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
+    report["labels_used"] = len(loop.dataset)
+    report["queries_asked"] = loop.state.queries_asked
+    if cfg.save_preferences:
+        loop.dataset.save(cfg.save_preferences)
+    if loop.agent is not None:
+        loop.agent.save(str(r.run_dir / "policy.zip"))
+        rets = evaluate_returns(cfg.env.id, loop.agent, cfg.eval_episodes, env_kwargs=r.env_kwargs)
+        rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=r.env_kwargs)
+        report.update(agent=cfg.agent.algo, env_steps=loop.env_steps, true_return=float(rets.mean()),
+                      true_return_std=float(rets.std()), random_return=float(rand.mean()))  # fmt: skip
+    report["reward_accuracy"] = reward_accuracy(cfg, loop.net, loop.agent)
+    report["label_tie_fraction"] = tie_fraction(loop.dataset.labels)
+    if cfg.final_agent_steps > 0 and loop.agent is not None:
+        report["fresh_agent_true_return"] = train_fresh_agent(cfg, loop.net, r)
+    report["train_wall_s"] = loop.state.wall_s
+    report["train_cpu_s"] = train_cpu  # this process only (since the last resume)
+    # training time of every process of the run (resumes included) plus this one's set-up and evaluation
+    report["wall_s"] = loop.state.wall_s + setup_s + (time.perf_counter() - t_after)
+    report["resumed"] = cfg.resume is not None
+    report["files"] = {
+        "config": str(r.run_dir / "config.json"), "reward": str(r.run_dir / "reward.safetensors"),
+        "preferences": str(r.run_dir / "preferences.npz"), "metrics": str(r.run_dir / "metrics.csv"),
+        "tensorboard": str(r.run_dir / "tb"), "policy": str(r.run_dir / "policy.zip"),
+        "checkpoints": str(r.run_dir / "checkpoints"),
+    }  # fmt: skip
+    if loop.agent is None:
+        del report["files"]["policy"]
+    write_json(r.run_dir / "report.json", report)
+    return report
+
+
+def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
+    """Train a new agent on the frozen final reward; returns its mean true return."""
+    reward = LearnedReward(net)
+    venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, cfg.seed + 1), reward)
+    agent = make_agent(cfg.agent, venv, seed=cfg.seed + 1, learning_starts=cfg.loop.initial_steps)
+    reward.normalizer.center = r.loop.reward is None or r.loop.reward.normalizer.center
+    agent.learn(cfg.final_agent_steps)
+    agent.save(str(r.run_dir / "fresh_policy.zip"))
+    return float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=r.env_kwargs).mean())
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    lines = ["", "=== prefrl train: report ==="]
+    if "true_return" in rep:
+        lines.append(
+            f"true return of final policy : {rep['true_return']:.1f} "
+            f"(random policy: {rep['random_return']:.1f})"
+        )
+    if "fresh_agent_true_return" in rep:
+        lines.append(f"fresh agent on final reward : {rep['fresh_agent_true_return']:.1f}")
+    acc = rep.get("reward_accuracy")
+    acc_text = "n/a (every held-out pair was a tie)"
+    if acc is not None:
+        acc_text = f"{acc:.3f} (fresh clips of the final and a random policy, ranked by the true reward)"
+    lines.append(f"reward accuracy (held out)  : {acc_text}")
+    lines.append(f"labels used                 : {rep['labels_used']} ({rep['queries_asked']} queries asked)")
+    ties = rep.get("label_tie_fraction")
+    if ties is not None:
+        lines.append(f"labels that were ties       : {ties:.0%}")
+        if ties >= TIE_WARN:
+            lines += ["", "warning: most labels were ties. " + TIE_HINT]
+    resumed = " (all processes of the run, resumes included)" if rep.get("resumed") else ""
+    lines.append(f"time taken                  : {rep['wall_s']:.0f} s{resumed}")
+    lines.append(f"run directory               : {rep['run_dir']}")
+    lines += [f"  {k:<12} {v}" for k, v in rep["files"].items()]
+    return "\n".join(lines)
