@@ -8,6 +8,12 @@ and prints as its last line one JSON object with ``median_normalized_score``, ``
 (per seed), ``oracle_return``, ``random_return``, ``learned_return`` and ``wall_s``, where
 score = (return - random) / (oracle - random). Every final policy is saved in SB3's own
 format inside its run directory.
+
+The runs are cells of ``prefrl sweep`` (prefrl.sweep.runner.run_cells): Ray tasks on a local
+Ray on all cores (one run per core, seeds in parallel), or on an existing Ray cluster with
+--address. Run again, a killed or finished benchmark skips the runs whose result file
+exists and resumes unfinished learned runs from their last checkpoint; an oracle run
+finished for another label budget, teacher or option set under --out is reused.
 """
 
 from __future__ import annotations
@@ -15,27 +21,24 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from prefrl.agents.evaluate import evaluate_returns, train_on_true_reward
-from prefrl.agents.sb3 import (
-    ALGOS,
-    AgentConfig,
-    check_env_id,
-    make_env,
-    resolve_algo,
-)
+from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.sb3 import ALGOS, check_env_id, make_env, resolve_algo
 from prefrl.storage.checkpoint import dumps, write_json
+from prefrl.sweep.report import normalized_score
+from prefrl.sweep.runner import SET_BY_SWEEP, Cell, CellFiles, SweepConfig, grid, parse_options, run_cells
 from prefrl.sweep.runner import apply_options as apply_sweep_options
-from prefrl.sweep.runner import parse_options
 from prefrl.teachers import PRESETS
 from prefrl.training.loop import LoopConfig
-from prefrl.training.run import TrainConfig, train
+from prefrl.training.run import TrainConfig
 
 DEFAULT_ITERATIONS = 14
 
@@ -57,15 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--eval-episodes", type=int, default=10, help="evaluation episodes per policy")
     p.add_argument("--out", default="runs/label_efficiency", help="directory for the run directories")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads per run (Ray reserves as many CPUs for each run)")  # fmt: skip
     p.add_argument("--first-seed", type=int, default=0, help="seeds run are first_seed .. first_seed+seeds-1")
     p.add_argument(
         "--only",
         default="both",
         choices=["both", "learned", "oracle"],
-        help="run only one side (to spread seeds over processes; combine with --combine)",
+        help="run only one side (to spread the runs over processes or clusters; combine with --combine)",
     )
     p.add_argument("--combine", action="store_true", help="only combine the per-seed results found in --out")
+    p.add_argument("--address", default=None, metavar="HOST:PORT",
+                   help="run on an existing Ray cluster (ray start --head prints its address; --out must be "
+                        "a folder every node can write); default: a new local Ray on all cores")  # fmt: skip
     p.add_argument("--method", default="baseline", choices=list(METHODS),
                    help="a preset of techniques for the learned runs (see METHODS; --loop options are "
                         "applied on top); named in the output directory unless baseline")  # fmt: skip
@@ -90,12 +97,13 @@ def main(argv: list[str] | None = None) -> int:
         named["iterations"] = a.iterations
     suffix = "".join(f"-{k}={v}" for k, v in sorted(named.items()))
     out = Path(a.out) / f"{a.env}-{a.agent}-{a.teacher}-{a.labels}l-{a.steps}s{suffix}"
-    initial = min(1000, a.steps // 10)
-    agent_cfg = AgentConfig(algo=a.agent)
     random_ret = float(evaluate_returns(a.env, None, a.eval_episodes).mean())
     if not a.combine:
-        for seed in range(a.first_seed, a.first_seed + a.seeds):
-            run_seed(a, agent_cfg, out, seed, initial)
+        failed = run_seeds(a, out)
+        if failed:
+            print(f"{out}: {len(failed)} run(s) failed ({', '.join(failed)}; errors in seed*-error.txt); "
+                  "run the same command again to retry them", file=sys.stderr)  # fmt: skip
+            return 1
     have = [list(out.glob(f"seed*-{side}.json")) for side in ("learned", "oracle")]
     if a.only != "both" and not all(have):
         print(f"{out}: {a.only} results written; score them with --combine once the other side is done",
@@ -141,13 +149,22 @@ def parse_loop_options(items: list[str]) -> dict[str, object]:
     try:
         if bad:
             raise ValueError(f"{bad[0]!r}: expected NAME=VALUE naming an option of prefrl train")
-        return parse_options(items, bare="loop")
+        opts = parse_options(items, bare="loop")
     except ValueError as e:
         loop_fields = sorted(f.name for f in dataclasses.fields(LoopConfig))
         raise SystemExit(
             f"--loop {e} (NAME: a LoopConfig field, or SECTION.NAME with SECTION one of {list(SECTIONS)}); "
             f"loop fields: {loop_fields}"
         ) from None
+    fixed = sorted(k for k in opts if sweep_name(k) in (*SET_BY_SWEEP, "agent.algo"))
+    if fixed:
+        raise SystemExit(f"--loop {fixed}: set by the benchmark's flags (--env, --labels, --steps, --agent)")
+    return opts
+
+
+def sweep_name(name: str) -> str:
+    """A ``--loop`` option's name as the sweep takes it (a bare name is a loop option)."""
+    return name if "." in name else f"loop.{name}"
 
 
 def apply_options(cfg: TrainConfig, options: dict[str, object]) -> None:
@@ -165,36 +182,45 @@ def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int) -> Path
     return found[0] if found else None
 
 
-def run_seed(a: argparse.Namespace, agent_cfg: AgentConfig, out: Path, seed: int, initial: int) -> None:
-    """Run one seed (learned and/or oracle), writing ``seed<k>-<side>.json`` in ``out``.
+def run_seeds(a: argparse.Namespace, out: Path) -> list[str]:
+    """Run this benchmark's cells (seeds x the sides ``--only`` names) through ``prefrl sweep``'s
+    runner, in parallel on Ray, writing ``seed<k>-<side>.json`` in ``out``; returns the failed runs.
 
-    A side whose result file exists is skipped, so an interrupted benchmark resumes.
+    A side whose result file exists is skipped, a learned run whose directory exists resumes
+    from its last checkpoint, and an oracle result found by :func:`find_oracle` is copied.
     """
+    if a.seeds < 1 or a.first_seed < 0 or a.threads < 1:
+        raise SystemExit("--seeds and --threads must be >= 1, --first-seed >= 0")
+    cores = os.cpu_count() or 1  # a local Ray with fewer CPUs than one run reserves would wait forever
+    sc = SweepConfig(env=[a.env], labels=[a.labels], seeds=a.seeds, first_seed=a.first_seed, out=str(out),
+                     teacher=[a.teacher], steps=a.steps, address=a.address, cpus_per_cell=float(a.threads),
+                     num_cpus=a.threads if a.address is None and a.threads > cores else None,
+                     eval_episodes=a.eval_episodes, progress=False)  # fmt: skip
+    options: dict[str, Any] = {"agent.algo": a.agent, "loop.iterations": a.iterations}
+    options.update({sweep_name(k): v for k, v in a.loop_options.items()})  # --loop wins
+    learned, oracle = grid(sc, options)
+    sides = ("learned", "oracle") if a.only == "both" else (a.only,)
+    cells = [c for c in oracle + learned if c.kind in sides]
+    root = Path(a.out)
+
+    def files(c: Cell) -> CellFiles:
+        reuse = find_oracle(root, c.env, c.agent, c.steps, c.seed) if c.kind == "oracle" else None
+        return CellFiles(out / f"{c.kind}-seed{c.seed}", out / f"seed{c.seed}-{c.kind}.json",
+                         out / f"seed{c.seed}-{c.kind}-error.txt", reuse)  # fmt: skip
+
+    def report(c: Cell, res: dict[str, Any], reused: Path | None) -> None:
+        what = f"reused from {reused.parent.name}" if reused is not None else f"{res['return']:.1f}"
+        print(f"seed {c.seed}: {c.kind} {what}", file=sys.stderr, flush=True)
+
     out.mkdir(parents=True, exist_ok=True)
-    if a.only in ("both", "learned") and not (out / f"seed{seed}-learned.json").exists():
-        cfg = TrainConfig(seed=seed, teacher=a.teacher, run_dir=str(out / f"learned-seed{seed}"), force=True,
-                          progress=False, eval_episodes=a.eval_episodes, agent=dataclasses.replace(agent_cfg),
-                          threads=a.threads)  # fmt: skip
-        cfg.env.id = a.env
-        cfg.loop.total_steps, cfg.loop.total_labels = a.steps, a.labels
-        cfg.loop.iterations, cfg.loop.initial_steps = a.iterations, initial
-        apply_options(cfg, a.loop_options)
-        rep = train(cfg)
-        res = {"return": rep["true_return"], "wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
-               "labels": rep["labels_used"]}  # fmt: skip
-        write_json(out / f"seed{seed}-learned.json", res)
-        print(f"seed {seed}: learned {rep['true_return']:.1f}", file=sys.stderr, flush=True)
-    done = out / f"seed{seed}-oracle.json"
-    if a.only in ("both", "oracle") and not done.exists():
-        if (prev := find_oracle(Path(a.out), a.env, a.agent, a.steps, seed)) is not None:
-            done.write_text(prev.read_text())
-            print(f"seed {seed}: oracle reused from {prev.parent.name}", file=sys.stderr, flush=True)
-            return
-        ret, wall, cpu = train_on_true_reward(
-            agent_cfg, a.env, a.steps, seed, out / f"oracle-seed{seed}", a.eval_episodes, initial
-        )
-        write_json(out / f"seed{seed}-oracle.json", {"return": ret, "wall_s": wall, "cpu_s": cpu})
-        print(f"seed {seed}: oracle {ret:.1f}", file=sys.stderr, flush=True)
+    return list(run_cells(sc, cells, options, files, report).failed)
+
+
+def train_wall(result: dict[str, Any]) -> float:
+    """Training wall time of a per-seed result: ``train_wall_s`` of a sweep cell's result, or
+    ``wall_s`` of the files written before the benchmark ran on the sweep (one key, one meaning
+    there)."""
+    return float(result["train_wall_s"] if "train_wall_s" in result else result["wall_s"])
 
 
 def combine(out: Path, random_ret: float) -> dict[str, object]:
@@ -210,11 +236,11 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     if not learned or not oracle:
         raise SystemExit(f"{out}: need at least one learned and one oracle result to score")
     oracle_mean = float(np.mean([o["return"] for o in oracle.values()]))
-    denom = oracle_mean - random_ret
     seeds = sorted(learned)
-    scores = [(learned[s]["return"] - random_ret) / denom if denom != 0 else float("nan") for s in seeds]
-    wall_l = float(np.mean([v["wall_s"] for v in learned.values()]))
-    wall_o = float(np.mean([v["wall_s"] for v in oracle.values()]))
+    scores = [normalized_score(learned[s]["return"], oracle_mean, random_ret) for s in seeds]
+    scores = [float("nan") if x is None else x for x in scores]
+    wall_l = float(np.mean([train_wall(v) for v in learned.values()]))
+    wall_o = float(np.mean([train_wall(v) for v in oracle.values()]))
     cpu = {k: [v["cpu_s"] for v in d.values() if "cpu_s" in v] for k, d in (("l", learned), ("o", oracle))}
     cpu_ratio = float(np.mean(cpu["l"]) / np.mean(cpu["o"])) if cpu["l"] and cpu["o"] else None
     return {

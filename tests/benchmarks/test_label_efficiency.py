@@ -1,9 +1,12 @@
-"""The label-efficiency benchmark's options: any section of the train config, oracle reuse."""
+"""The label-efficiency benchmark: its options (any section of the train config), oracle reuse, the
+committed result layout, and a real short run on Ray through prefrl sweep's runner (rerun: skip or resume)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -46,3 +49,86 @@ def test_true_reward_runs_are_reused_across_label_budgets_and_options(tmp_path) 
     assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 100_000, 2) is None  # another seed
     assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 10_000, 1) is None  # other steps
     assert le.find_oracle(tmp_path, "Hopper-v5", "td3", 100_000, 1) is None  # another agent
+
+
+COMMITTED = ROOT / "benchmarks/results/Pendulum-v1-sac-oracle-10l-15000s"
+
+
+def _last_json(capsys) -> dict:  # type: ignore[no-untyped-def]
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_committed_per_seed_files_combine_to_the_committed_result(tmp_path: Path, capsys) -> None:
+    le = _module()
+    out = tmp_path / COMMITTED.name
+    out.mkdir()
+    for p in COMMITTED.glob("seed*.json"):  # the per-seed files written before the benchmark ran on Ray
+        shutil.copy(p, out / p.name)
+    args = ["--env", "Pendulum-v1", "--labels", "10", "--steps", "15000", "--seeds", "3",
+            "--out", str(tmp_path)]  # fmt: skip
+    assert le.main([*args, "--combine"]) == 0
+    res = _last_json(capsys)
+    old = json.loads((COMMITTED / "result.json").read_text())
+    assert set(res) == set(old) and json.loads((out / "result.json").read_text()) == res
+    for k, v in old.items():
+        if k != "wall_s":
+            assert res[k] == (pytest.approx(v) if isinstance(v, float) else v), k
+
+
+def test_an_oracle_run_on_disk_is_reused_without_starting_ray(tmp_path: Path, monkeypatch, capsys) -> None:
+    le = _module()
+    shutil.copytree(COMMITTED, tmp_path / COMMITTED.name, ignore=shutil.ignore_patterns("learned-seed*"))
+    monkeypatch.setattr("prefrl.sweep.runner._ray_init", lambda sc: pytest.fail("Ray started"))
+    args = ["--env", "Pendulum-v1", "--labels", "20", "--steps", "15000", "--seeds", "2", "--first-seed", "1",
+            "--eval-episodes", "1", "--out", str(tmp_path)]  # fmt: skip
+    assert le.main([*args, "--only", "oracle"]) == 0
+    new = tmp_path / "Pendulum-v1-sac-oracle-20l-15000s"
+    assert sorted(p.name for p in new.iterdir()) == ["seed1-oracle.json", "seed2-oracle.json"]
+    assert (new / "seed2-oracle.json").read_bytes() == (COMMITTED / "seed2-oracle.json").read_bytes()
+    assert "seed 1: oracle reused from Pendulum-v1-sac-oracle-10l-15000s" in capsys.readouterr().err
+
+
+def _tree(root: Path) -> dict[str, tuple[int, bytes | None]]:
+    """Every file under ``root`` but result.json: modification time, and the bytes of JSON files."""
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes() if p.suffix == ".json" else None)
+            for p in root.rglob("*") if p.is_file() and p.name != "result.json"}  # fmt: skip
+
+
+def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("ray")
+    le = _module()
+    args = ["--env", "Pendulum-v1", "--labels", "4", "--steps", "600", "--seeds", "2", "--iterations", "2",
+            "--eval-episodes", "2", "--out", str(tmp_path)]  # fmt: skip
+    assert le.main(args) == 0
+    res = _last_json(capsys)
+    assert res["seeds"] == [0, 1] and len(res["scores"]) == 2 and "median_normalized_score" in res
+    assert (res["iterations"], res["labels"], res["steps"], res["agent"]) == (2, 4, 600, "sac")
+    out = tmp_path / "Pendulum-v1-sac-oracle-4l-600s-iterations=2"
+    assert json.loads((out / "result.json").read_text()) == res
+    for s in (0, 1):
+        assert (out / f"learned-seed{s}/policy.zip").exists() and (
+            out / f"oracle-seed{s}/policy.zip"
+        ).exists()
+        learned = json.loads((out / f"seed{s}-learned.json").read_text())
+        assert learned["labels_used"] == 4 and learned["cell"]["seed"] == s
+    before = _tree(tmp_path)
+
+    t0 = time.perf_counter()
+    assert le.main(args) == 0  # everything finished: nothing runs again
+    again = _last_json(capsys)
+    assert time.perf_counter() - t0 < 10 and _tree(tmp_path) == before
+    assert {k: v for k, v in again.items() if k != "wall_s"} == {
+        k: v for k, v in res.items() if k != "wall_s"
+    }
+
+    # a learned run that lost its result file resumes from its last checkpoint: nothing else runs
+    (out / "seed1-learned.json").unlink()
+    assert le.main([*args, "--only", "learned"]) == 0
+    assert len(_last_json(capsys)["scores"]) == 2  # both sides are there: --only still scores them
+    others = {k: v for k, v in before.items() if "seed1-learned" not in k and "learned-seed1" not in k}
+    assert {k: v for k, v in _tree(tmp_path).items() if k in others} == others
+    resumed = json.loads((out / "seed1-learned.json").read_text())
+    assert resumed["return"] == pytest.approx(res["learned_returns"][1]) and resumed["labels_used"] == 4
+    assert json.loads((out / "learned-seed1/report.json").read_text())["resumed"] is True
+    assert le.main([*args, "--combine"]) == 0
+    assert len(_last_json(capsys)["scores"]) == 2

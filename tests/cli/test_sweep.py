@@ -119,3 +119,18 @@ def test_bad_sweep_options_fail_before_anything_runs(tmp_path: Path) -> None:
     assert main(["sweep", "--labels", "3", "--out", str(out)]) == 2
     assert main(["sweep", "--env", "Pendulum-v1", "--labels", "3", "--out", str(out), "--set", "seed=4"]) == 2
     assert not (out / "cells").exists()
+
+
+def test_first_seed_shifts_the_grids_seeds(tmp_path: Path) -> None:
+    from prefrl.cli.main import main
+    from prefrl.sweep.runner import SweepConfig, grid
+
+    sc = SweepConfig(env=["Pendulum-v1"], labels=[3, 6], seeds=2, first_seed=5, out=str(tmp_path))
+    learned, oracle = grid(sc, {})
+    assert [c.seed for c in oracle] == [5, 6] and sorted({c.seed for c in learned}) == [5, 6]
+    assert learned[0].name.endswith("-3l-15000s-seed5") and oracle[1].name.endswith("-seed6")
+    out = tmp_path / "s"
+    assert (
+        main(["sweep", "--env", "Pendulum-v1", "--labels", "3", "--out", str(out), "--first-seed", "-1"]) == 2
+    )
+    assert not out.exists()

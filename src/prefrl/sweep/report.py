@@ -17,6 +17,13 @@ import numpy as np
 from prefrl.storage.checkpoint import read_json, write_json
 
 
+def normalized_score(ret: float, true_reward_return: float, random_ret: float) -> float | None:
+    """(return - random return) / (true-reward return - random return): 0 is a random policy, 1
+    the agent trained on the true reward; ``None`` when the two reference returns are equal."""
+    denom = true_reward_return - random_ret
+    return (ret - random_ret) / denom if denom != 0 else None
+
+
 def random_return(out: Path, env_id: str, episodes: int) -> float:
     """Mean return of random actions in ``env_id`` (cached in ``out/random/``)."""
     from prefrl.agents.evaluate import evaluate_returns
@@ -50,9 +57,7 @@ def collect(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: 
         rand = random_return(out, c.env, episodes)
         refs = ref.get((c.env, c.agent, c.steps))
         oracle_ret = float(np.mean(refs)) if refs else None
-        score = None
-        if oracle_ret is not None and oracle_ret != rand:
-            score = (float(r["return"]) - rand) / (oracle_ret - rand)
+        score = None if oracle_ret is None else normalized_score(float(r["return"]), oracle_ret, rand)
         rows.append({
             "env": c.env, "agent": c.agent, "teacher": c.teacher, "labels": c.labels, "steps": c.steps,
             "seed": c.seed, "return": float(r["return"]), "true_reward_return": oracle_ret,

@@ -3,7 +3,9 @@
 Each cell (environment x label budget x teacher x seed) is one Ray task calling the same
 :func:`~prefrl.training.run.train` as ``prefrl train``; the reference run on the true reward
 (same agent and steps) is one task per (environment, agent, steps, seed), shared by every
-budget and teacher. The layout under ``out`` is described in :mod:`prefrl.cli.sweep`.
+budget and teacher. The layout under ``out`` is described in :mod:`prefrl.cli.sweep`;
+:func:`run_cells` runs any list of cells with another layout (``benchmarks/label_efficiency.py``
+keeps its own, and reuses true-reward runs found elsewhere).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -42,7 +45,9 @@ class SweepConfig:
     )
     """Label budgets."""
     seeds: int = 3
-    """Seeds per cell: 0 .. seeds-1."""
+    """Seeds per cell: first_seed .. first_seed+seeds-1."""
+    first_seed: int = 0
+    """The first seed (to spread a grid's seeds over several sweeps)."""
     out: Annotated[str, tyro.conf.arg(metavar="DIR", help_behavior_hint="(required)")] = ""
     """Directory of the sweep; a repeated sweep there skips finished cells."""
     teacher: Annotated[list[str], tyro.conf.arg(metavar="NAME [NAME ...]")] = field(
@@ -147,7 +152,7 @@ def grid(sc: SweepConfig, options: dict[str, Any]) -> tuple[list[Cell], list[Cel
         probe = make_env(env_id)
         agent = resolve_algo(str(options.get("agent.algo", default.agent.algo)), probe.action_space)
         probe.close()
-        for seed in range(sc.seeds):
+        for seed in range(sc.first_seed, sc.first_seed + sc.seeds):
             oracle.append(Cell("oracle", env_id, agent, steps, seed))
             for teacher in sc.teacher:
                 for labels in sc.labels:
@@ -156,11 +161,19 @@ def grid(sc: SweepConfig, options: dict[str, Any]) -> tuple[list[Cell], list[Cel
 
 
 # ------------------------------------------------------------------------ one cell
-def run_cell(cell: dict[str, Any], options: dict[str, Any], cell_dir: str, eval_episodes: int,
-             threads: int) -> dict[str, Any]:  # fmt: skip
-    """Run one cell (in a Ray worker); returns its result, also written to ``result.json``.
+def initial_steps(steps: int) -> int:
+    """Random-action steps at the start of both runs of a cell (learned and true reward), unless
+    the options set ``loop.initial_steps``: 1,000, or a tenth of a shorter run."""
+    return min(1000, steps // 10)
 
-    A learned cell whose run directory exists resumes from its last checkpoint.
+
+def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result_path: str,
+             eval_episodes: int, threads: int) -> dict[str, Any]:  # fmt: skip
+    """Run one cell (in a Ray worker) in ``run_dir``; returns its result, also written to
+    ``result_path``.
+
+    A learned cell whose run directory exists resumes from its last checkpoint. Both runs are
+    evaluated on the unmodified environment (``eval_episodes`` episodes).
     """
     import ray
     import torch
@@ -171,12 +184,11 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], cell_dir: str, eval_
     from prefrl.training.run_config import parse_args
 
     c = Cell(**cell)
-    d = Path(cell_dir)
-    d.mkdir(parents=True, exist_ok=True)
+    run, result = Path(run_dir), Path(result_path)
+    result.parent.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
     if c.kind == "learned":
-        run = d / "run"
         if (run / "config.json").exists():
             cfg = parse_args(["--resume", str(run), "--no-progress", "--threads", str(threads)])
         else:
@@ -184,22 +196,22 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], cell_dir: str, eval_
                               eval_episodes=eval_episodes, threads=threads)  # fmt: skip
             cfg.env.id, cfg.agent.algo = c.env, c.agent
             cfg.loop.total_steps, cfg.loop.total_labels = c.steps, c.labels
+            cfg.loop.initial_steps = initial_steps(c.steps)
             apply_options(cfg, options)
             cfg.agent.algo = c.agent
         rep = train(cfg)
-        res = {"return": rep["true_return"], "train_wall_s": rep["train_wall_s"],
+        res = {"return": rep["true_return"], "train_wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
                "labels_used": rep["labels_used"], "reward_accuracy": rep.get("reward_accuracy")}  # fmt: skip
     else:
         agent_cfg = AgentConfig(algo=c.agent)
-        initial = min(1000, c.steps // 10)  # as the learned runs' random-action start
-        ret, wall, _ = train_on_true_reward(
-            agent_cfg, c.env, c.steps, c.seed, d / "run", eval_episodes, initial
+        ret, wall, cpu = train_on_true_reward(
+            agent_cfg, c.env, c.steps, c.seed, run, eval_episodes, initial_steps(c.steps)
         )
-        res = {"return": ret, "train_wall_s": wall}
+        res = {"return": ret, "train_wall_s": wall, "cpu_s": cpu}
     ctx = ray.get_runtime_context()
     res.update(cell=dataclasses.asdict(c), wall_s=time.perf_counter() - t0, node_id=ctx.get_node_id(),
                ray_address=ctx.gcs_address)  # fmt: skip
-    write_json(d / "result.json", res)
+    write_json(result, res)
     return res
 
 
@@ -255,12 +267,127 @@ def _ray_init(sc: SweepConfig) -> Any:
     return ray
 
 
-def run_sweep(sc: SweepConfig) -> dict[str, Any]:
-    """Run (or finish) a sweep; returns ``{"done", "skipped", "failed", "results", ...}``."""
+@dataclass(frozen=True)
+class CellFiles:
+    """Where one cell runs and what it leaves: its run directory, its result file (the cell is
+    finished once it exists), the file its error goes to, and optionally a finished result of
+    the same run elsewhere, copied to ``result`` instead of running the cell."""
+
+    run_dir: Path
+    result: Path
+    error: Path
+    reuse: Path | None = None
+
+
+def sweep_files(out: Path) -> Callable[[Cell], CellFiles]:
+    """The layout of ``prefrl sweep``: ``out/cells/<cell>/`` holds ``run/``, ``result.json``
+    and ``error.txt``."""
+
+    def files(c: Cell) -> CellFiles:
+        d = out / "cells" / c.name
+        return CellFiles(d / "run", d / "result.json", d / "error.txt")
+
+    return files
+
+
+@dataclass
+class CellsRun:
+    """What :func:`run_cells` did: cells skipped (finished before), reused (result copied from
+    elsewhere), run, and failed (name -> error)."""
+
+    cells: int
+    skipped: int = 0
+    reused: int = 0
+    ran: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+OnResult = Callable[[Cell, dict[str, Any], Path | None], None]
+"""Called in the driver for each cell finished now: (cell, its result, the file it was reused from)."""
+
+
+def run_cells(sc: SweepConfig, cells: list[Cell], options: dict[str, Any], files: Callable[[Cell], CellFiles],
+              on_result: OnResult | None = None) -> CellsRun:  # fmt: skip
+    """Run the unfinished ``cells`` as Ray tasks (one per ``sc.cpus_per_cell`` CPUs) where
+    ``files`` says, on the Ray of ``sc.address`` or a new local one.
+
+    Cells with a result file are skipped; a cell with a result to reuse gets a copy of it;
+    learned cells with a run directory resume from its last checkpoint. A failing cell's
+    error goes to its error file and the others go on. Ray starts only when a cell has to run.
+    """
+    where = {c: files(c) for c in cells}
+    outcome = CellsRun(cells=len(cells))
+    todo: list[Cell] = []
+    for c in cells:
+        f = where[c]
+        if f.result.exists():
+            outcome.skipped += 1
+        elif f.reuse is not None and f.reuse.exists():
+            f.result.parent.mkdir(parents=True, exist_ok=True)
+            f.result.write_bytes(f.reuse.read_bytes())
+            outcome.reused += 1
+            if on_result is not None:
+                on_result(c, read_json(f.result, "cell result"), f.reuse)
+        else:
+            todo.append(c)
+    done_before = outcome.skipped + outcome.reused
+    t0 = time.perf_counter()
+    if todo:
+        ray = _ray_init(sc)
+        try:
+            task = ray.remote(num_cpus=sc.cpus_per_cell, num_gpus=sc.gpus_per_cell, max_retries=0)(run_cell)
+            threads = max(1, int(sc.cpus_per_cell))
+            pending = {
+                task.remote(dataclasses.asdict(c), options, str(where[c].run_dir), str(where[c].result),
+                            sc.eval_episodes, threads): c
+                for c in todo
+            }  # fmt: skip
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                for ref in ready:
+                    c = pending.pop(ref)
+                    f = where[c]
+                    try:
+                        res = ray.get(ref)
+                    except Exception as e:  # the cell's own error, with its traceback
+                        msg = "".join(traceback.format_exception_only(type(e), e)).strip()
+                        outcome.failed[c.name] = msg
+                        f.error.parent.mkdir(parents=True, exist_ok=True)
+                        f.error.write_text(str(e))
+                        print(f"\nprefrl sweep: cell {c.name} failed: {msg.splitlines()[-1][:300]}",
+                              file=sys.stderr)  # fmt: skip
+                        continue
+                    outcome.ran += 1
+                    f.error.unlink(missing_ok=True)  # an error of an earlier attempt
+                    if on_result is not None:
+                        on_result(c, res, None)
+                if sc.progress:
+                    line = (f"cells: {done_before + outcome.ran}/{len(cells)} done ({done_before} before), "
+                            f"{len(pending)} running or queued, {len(outcome.failed)} failed, "
+                            f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
+                    print(f"\r{line}", end="", file=sys.stderr, flush=True)
+            if sc.progress:
+                print(file=sys.stderr)
+        finally:
+            ray.shutdown()
+    outcome.wall_s = time.perf_counter() - t0
+    return outcome
+
+
+def check_grid(sc: SweepConfig) -> None:
+    """Refuse a grid with nothing in it, before anything runs."""
     if not sc.env or not sc.labels or not sc.out:
         raise ValueError("give --env ID [ID ...], --labels N [N ...] and --out DIR")
     if sc.seeds < 1 or min(sc.labels) < 1:
         raise ValueError("--seeds and every --labels must be >= 1")
+    if sc.first_seed < 0:
+        raise ValueError("--first-seed must be >= 0")
+
+
+def run_sweep(sc: SweepConfig) -> dict[str, Any]:
+    """Run (or finish) a sweep; returns ``{"done", "skipped", "failed", "results", ...}``."""
+    check_grid(sc)
     try:
         options = parse_options(sc.set)
     except ValueError as e:
@@ -274,45 +401,9 @@ def run_sweep(sc: SweepConfig) -> dict[str, Any]:
     out = Path(sc.out)
     _check_out(out, sc, options)
     cells = oracle + learned
-    todo = [c for c in cells if not (out / "cells" / c.name / "result.json").exists()]
-    skipped = len(cells) - len(todo)
-    failed: dict[str, str] = {}
-    t0 = time.perf_counter()
-    if todo:
-        ray = _ray_init(sc)
-        try:
-            task = ray.remote(num_cpus=sc.cpus_per_cell, num_gpus=sc.gpus_per_cell, max_retries=0)(run_cell)
-            threads = max(1, int(sc.cpus_per_cell))
-            pending = {
-                task.remote(dataclasses.asdict(c), options, str(out / "cells" / c.name), sc.eval_episodes,
-                            threads): c
-                for c in todo
-            }  # fmt: skip
-            done = 0
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-                for ref in ready:
-                    c = pending.pop(ref)
-                    try:
-                        ray.get(ref)
-                        done += 1
-                    except Exception as e:  # the cell's own error, with its traceback
-                        msg = "".join(traceback.format_exception_only(type(e), e)).strip()
-                        failed[c.name] = msg
-                        (out / "cells" / c.name).mkdir(parents=True, exist_ok=True)
-                        (out / "cells" / c.name / "error.txt").write_text(str(e))
-                        print(f"\nprefrl sweep: cell {c.name} failed: {msg.splitlines()[-1][:300]}",
-                              file=sys.stderr)  # fmt: skip
-                if sc.progress:
-                    print(f"\rcells: {skipped + done}/{len(cells)} done ({skipped} before), {len(pending)} "
-                          f"running or queued, {len(failed)} failed, {time.perf_counter() - t0:.0f} s",
-                          end="", file=sys.stderr, flush=True)  # fmt: skip
-            if sc.progress:
-                print(file=sys.stderr)
-        finally:
-            ray.shutdown()
+    ran = run_cells(sc, cells, options, sweep_files(out))
     from prefrl.sweep.report import write_reports
 
     summary = write_reports(out, learned, oracle, sc.eval_episodes)
-    return {"cells": len(cells), "skipped": skipped, "ran": len(todo) - len(failed), "failed": failed,
-            "wall_s": time.perf_counter() - t0, **summary}  # fmt: skip
+    return {"cells": ran.cells, "skipped": ran.skipped + ran.reused, "ran": ran.ran, "failed": ran.failed,
+            "wall_s": ran.wall_s, **summary}  # fmt: skip
