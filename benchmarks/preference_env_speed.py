@@ -34,6 +34,7 @@ import tyro
 
 import prefrl.envs.moving_dot  # noqa: F401
 from prefrl.preference_env import PreferenceVectorEnv
+from prefrl.training import RewardTrainerConfig
 
 ENV = "prefrl/MovingDot-v0"
 
@@ -56,6 +57,10 @@ class Args:
     """``PreferenceEnvConfig.niceness`` of the labeller and trainer (20: idle priority)."""
     learn_steps: int = 0
     """Also run examples/moving_dot_custom_loop.py for this many steps (0: skip)."""
+    fragment_length: int = 25
+    """``PreferenceEnvConfig.fragment_length`` (25: as in the figures of docs/wrapper.md)."""
+    reward_epochs: float = 1.0
+    """Epochs per reward-training round (1: weights published often, the costly case for the env)."""
 
 
 def steps_per_s(env: gym.vector.VectorEnv, seconds: float) -> float:
@@ -81,12 +86,13 @@ def measure(num_envs: int, args: Args) -> dict[str, float]:
 
     base = make()
     env = PreferenceVectorEnv(
-        make(), learned_after=0, segment_length=25, max_preferences=2000,
+        make(), learned_after=0, fragment_length=args.fragment_length, total_labels=2000,
+        trainer=RewardTrainerConfig(epochs=args.reward_epochs),
         reward_process=args.reward_process, niceness=args.niceness,
     )  # fmt: skip
     steps_per_s(env, args.warmup_s)
-    procs = env._core.runtime.procs  # type: ignore[union-attr]
-    workers = [p.pid for p in procs.values()]
+    procs = env.background_pids()
+    workers = list(procs.values())
     steps0 = env.metrics()["reward_train_steps"]
     plain, wrapped = [], []
     for _ in range(args.rounds):

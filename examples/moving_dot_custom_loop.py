@@ -21,6 +21,7 @@ from torch import nn
 
 import prefrl.envs.moving_dot  # noqa: F401  (registers prefrl/MovingDot-v0)
 from prefrl.preference_env import PreferenceVectorEnv
+from prefrl.training import RewardTrainerConfig
 
 
 @dataclass
@@ -38,8 +39,13 @@ class Args:
     """Discount."""
     learned_after: int = 100
     """Reward training steps before the agent gets the learned reward (the true one until then)."""
-    max_preferences: int = 1000
+    total_labels: int = 1000
     """Label budget of the synthetic teacher."""
+    fragment_length: int = 25
+    """Transitions per compared clip (the wrapper's default is 50; docs/wrapper.md's figures use 25)."""
+    reward_epochs: float = 1.0
+    """Epochs per reward-training round: 1 publishes small updates often (the wrapper's default
+    is ``RewardTrainerConfig().epochs``; docs/wrapper.md's figures use 1)."""
     vectorization: str = "sync"
     """``sync`` or ``async`` gymnasium vector env."""
     seed: int = 0
@@ -64,8 +70,9 @@ def main(args: Args) -> dict[str, float]:
         obs_type="state", size=40,
     )  # fmt: skip
     env = PreferenceVectorEnv(
-        venv, learned_after=args.learned_after, max_preferences=args.max_preferences, seed=args.seed
-    )
+        venv, learned_after=args.learned_after, total_labels=args.total_labels, seed=args.seed,
+        fragment_length=args.fragment_length, trainer=RewardTrainerConfig(epochs=args.reward_epochs),
+    )  # fmt: skip
     agent = ActorCritic(4, 5)
     opt = torch.optim.Adam(agent.parameters(), lr=args.lr)
     n, T = args.num_envs, args.num_steps

@@ -32,11 +32,11 @@ class Args:
     """Observations of the agent and the reward model (pixels: CnnPolicy + CNNReward)."""
     size: int = 40
     """Image side of the moving-dot world."""
-    segment_length: int = 25
-    """Transitions per compared segment."""
+    fragment_length: int = 25
+    """Transitions per compared clip (the wrapper's default is 50; docs/wrapper.md's figures use 25)."""
     learned_after: int = 100
     """Reward training steps before the agent gets the learned reward."""
-    max_preferences: int = 1000
+    total_labels: int = 1000
     """Label budget of the synthetic teacher."""
     n_steps: int = 512
     """PPO rollout length."""
@@ -69,9 +69,9 @@ def main(args: Args) -> dict[str, float]:
     if not args.oracle:
         env = PreferenceEnv(
             base,
-            segment_length=args.segment_length,
+            fragment_length=args.fragment_length,
             learned_after=args.learned_after,
-            max_preferences=args.max_preferences,
+            total_labels=args.total_labels,
             seed=args.seed,
         )
     policy = "CnnPolicy" if args.obs_type == "pixels" else "MlpPolicy"

@@ -95,7 +95,7 @@ TINY_TRAIN = tuple(
 LABEL_EFFICIENCY_SHORT = tuple("--steps 600 --labels 4 --seeds 1 --iterations 2 --eval-episodes 1".split())
 REWARD_LEARNING_SHORT = tuple("--threads 1 --epochs 1 --rounds 1".split())
 MOVING_DOT_SHORT = tuple(
-    "--total-timesteps 256 --n-steps 64 --eval-episodes 1 --max-preferences 20 --learned-after 1".split()
+    "--total-timesteps 256 --n-steps 64 --eval-episodes 1 --total-labels 20 --learned-after 1".split()
 )
 TRAIN_CAPS = {"--loop.pretrain-steps": "100", "--final-agent-steps": "200"}  # only where the doc sets them
 INTERPRET_SHORT = {
@@ -676,8 +676,8 @@ def _mlp_reward(path: Path, seed: int) -> None:
     import torch
 
     from prefrl.agents.sb3 import make_env
-    from prefrl.cli.train import TrainConfig
     from prefrl.rewards import save_reward_net
+    from prefrl.training.run import TrainConfig
 
     env = make_env("Pendulum-v1")
     torch.manual_seed(seed)
@@ -688,8 +688,8 @@ def _cnn_reward(path: Path) -> None:
     import torch
 
     from prefrl.agents.sb3 import make_env
-    from prefrl.cli.train import TrainConfig
     from prefrl.rewards import save_reward_net
+    from prefrl.training.run import TrainConfig
 
     env = make_env("prefrl/MovingDot-v0")
     torch.manual_seed(0)

@@ -30,7 +30,7 @@ def test_custom_loop_example_runs() -> None:
 def test_sb3_example_runs_with_pixels() -> None:
     res = run_example(
         "moving_dot_sb3.py", "--obs-type", "pixels", "--total-timesteps", "256", "--n-steps", "128",
-        "--eval-episodes", "1", "--segment-length", "10", "--learned-after", "1",
+        "--eval-episodes", "1", "--fragment-length", "10", "--learned-after", "1",
     )  # fmt: skip
     assert set(res) >= {"true_return", "random_return", "preferences"}
 

@@ -24,19 +24,21 @@ from gymnasium.utils.env_checker import check_env
 
 import prefrl.envs.moving_dot  # noqa: F401  (registers the env)
 from prefrl.data import PreferenceDataset
-from prefrl.preference_env.env_process import default_net
-from prefrl.preference_env.wrappers import (
+from prefrl.preference_env import (
     BackgroundProcessError,
     PreferenceEnv,
     PreferenceEnvConfig,
     PreferenceVectorEnv,
 )
+from prefrl.preference_env.env_process import default_net
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
 from prefrl.rewards.inference import FastReward, TorchReward, reward_fn
 from prefrl.rewards.nets import CNNReward, RewardNet, ShapedReward
+from prefrl.training import RewardTrainerConfig
 
 ENV = "prefrl/MovingDot-v0"
-FAST = {"segment_length": 5, "min_preferences": 5, "train_pause_s": 0.01}
+ONE_EPOCH = RewardTrainerConfig(epochs=1.0)  # short training rounds: weights published often
+FAST = {"fragment_length": 5, "min_labels": 5, "train_pause_s": 0.01, "trainer": ONE_EPOCH}
 
 
 def state_env(**kw: object) -> gym.Env:
@@ -118,7 +120,7 @@ def test_learned_reward_replaces_true_reward_after_threshold_and_weights_update(
 def test_learned_reward_tracks_true_reward() -> None:
     """After some training the learned reward ranks moves like the true one does."""
     env = PreferenceEnv(
-        state_env(), learned_after=150, segment_length=10, min_preferences=20, max_preferences=300
+        state_env(), learned_after=150, fragment_length=10, min_labels=20, total_labels=300, trainer=ONE_EPOCH
     )
     step_until(env, lambda: env.learned_reward_active, timeout=300)
     true, learned = [], []
@@ -172,12 +174,12 @@ def test_pretrained_reward_only(tmp_path: Path) -> None:
     expected, _ = net.predict(obs[None], np.array([2]), obs2[None])
     assert env.reward_source == "learned" and info["reward_source"] == "learned"
     assert r == pytest.approx(float(expected[0]), abs=1e-5)
-    assert env._core.runtime is not None and not env._core.runtime.procs  # no background processes
+    assert env.background_pids() == {}  # no background processes
     env.close()
 
 
 def test_segments_dropped_when_labeller_falls_behind_preferences_never() -> None:
-    env = PreferenceEnv(state_env(), mode="collect", segment_length=1, queue_size=2, pool_size=4)
+    env = PreferenceEnv(state_env(), mode="collect", fragment_length=1, queue_size=2, pool_size=4)
     env.reset(seed=0)
     for _ in range(3000):
         *_, term, trunc, _ = env.step(env.action_space.sample())
@@ -212,22 +214,62 @@ def test_config_errors_are_clear() -> None:
         PreferenceEnvConfig(teacher="oracel")
     with pytest.raises(ValueError, match="preferences_path"):
         PreferenceEnvConfig(mode="train")
-    with pytest.raises(TypeError, match="segment_lenght"):
-        PreferenceEnv(state_env(), segment_lenght=5)
+    with pytest.raises(TypeError, match="fragment_lenght"):
+        PreferenceEnv(state_env(), fragment_lenght=5)
     with pytest.raises(ValueError, match="rgb_array"):
         PreferenceEnv(state_env(), record="frames")
+    with pytest.raises(TypeError, match="neither a Teacher"):
+        PreferenceEnvConfig(teacher=object())
+    with pytest.raises(ValueError, match="background process"):
+        PreferenceEnvConfig(teacher="terminal")
+    with pytest.raises(ValueError, match="store:"):
+        PreferenceEnvConfig(teacher="store:")
+
+
+def test_defaults_match_the_training_loop() -> None:
+    c = PreferenceEnvConfig()
+    assert c.fragment_length == 50 and c.total_labels is None and c.max_labels_kept == 3000
+    assert c.trainer == RewardTrainerConfig()  # rounds of the trainer's own epochs
+
+
+def test_old_option_names_still_work_with_a_warning() -> None:
+    old = {
+        "segment_length": 7, "max_preferences": 40, "max_preferences_kept": 30, "min_preferences": 3,
+        "pairs_per_segment": 0.5,
+    }  # fmt: skip
+    with pytest.warns(DeprecationWarning) as warned:
+        env = PreferenceEnv(state_env(), **old)  # type: ignore[arg-type]
+    renamed = [str(w.message) for w in warned if "is now" in str(w.message)]
+    assert len(renamed) == 5 and "'segment_length' is now 'fragment_length'" in renamed[0]
+    c = env.config
+    assert (c.fragment_length, c.total_labels, c.max_labels_kept, c.min_labels, c.pairs_per_fragment) == (
+        7, 40, 30, 3, 0.5,
+    )  # fmt: skip
+    env.close()
+    venv = gym.make_vec(ENV, num_envs=2, vectorization_mode="sync", obs_type="state", size=20)
+    with pytest.warns(DeprecationWarning, match="segment_length"):
+        venv_env = PreferenceVectorEnv(venv, segment_length=9)
+    assert venv_env.config.fragment_length == 9
+    venv_env.close()
+    with pytest.raises(TypeError, match="not both"):
+        PreferenceEnv(state_env(), segment_length=7, fragment_length=7)
 
 
 def test_close_and_garbage_collection_stop_processes() -> None:
     env = PreferenceEnv(state_env(), reward_process=True, **FAST)
+    assert env.background_pids() == {}  # started by the first reset
     env.reset(seed=0)
-    pids = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
-    assert len(pids) == 3 and all(alive(p) for p in pids)  # labeller, trainer, rewarder
+    roles = env.background_pids()
+    assert sorted(roles) == ["labeller", "rewarder", "trainer"]
+    pids = list(roles.values())
+    assert all(alive(p) for p in pids) and os.getpid() not in pids
     env.close()
+    assert env.background_pids() == {}
     assert wait_gone(pids, 10)
     env = PreferenceEnv(state_env(), **FAST)
     env.reset(seed=0)
-    pids = [p.pid for p in env._core.runtime.procs.values()]  # type: ignore[union-attr]
+    pids = list(env.background_pids().values())
+    assert len(pids) == 2
     del env
     gc.collect()
     assert wait_gone(pids, 10)
@@ -240,12 +282,12 @@ def test_killing_the_main_process_leaves_no_orphans(tmp_path: Path) -> None:
         import sys, time, gymnasium as gym
         import prefrl.envs.moving_dot
         from prefrl.preference_env.wrappers import PreferenceEnv
-        env = PreferenceEnv(gym.make("prefrl/MovingDot-v0", obs_type="state"), segment_length=5,
+        env = PreferenceEnv(gym.make("prefrl/MovingDot-v0", obs_type="state"), fragment_length=5,
                             reward_process=True)
         env.reset(seed=0)
         for _ in range(500):
             env.step(env.action_space.sample())
-        print(*[p.pid for p in env._core.runtime.procs.values()], flush=True)
+        print(*env.background_pids().values(), flush=True)
         time.sleep(600)
         """
     )
@@ -312,7 +354,7 @@ class _Counter(gym.Env):
 def test_recorded_segments_are_exact_transitions(tmp_path: Path, autoreset: str) -> None:
     mode = gym.vector.AutoresetMode.NEXT_STEP if autoreset == "next" else gym.vector.AutoresetMode.SAME_STEP
     venv = gym.vector.SyncVectorEnv([_Counter] * 3, autoreset_mode=mode)
-    env = PreferenceVectorEnv(venv, mode="collect", segment_length=4, queue_size=500, pool_size=8)
+    env = PreferenceVectorEnv(venv, mode="collect", fragment_length=4, queue_size=500, pool_size=8)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     for _ in range(400):
@@ -347,7 +389,7 @@ def test_rewarder_process_gives_the_networks_rewards(tmp_path: Path, obs_type: s
         reward_process=process, **FAST,
     )  # fmt: skip
     obs, _ = env.reset(seed=0)
-    assert ("rewarder" in env._core.runtime.procs) == process  # type: ignore[union-attr]
+    assert ("rewarder" in env.background_pids()) == process
     rng = np.random.default_rng(0)
     for _ in range(60):
         a = rng.integers(0, 5, 3)

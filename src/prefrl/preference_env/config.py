@@ -6,14 +6,21 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from prefrl.teachers.spec import check_teacher_spec
 from prefrl.training.trainer import RewardTrainerConfig
 
 Mode = Literal["online", "collect", "train", "pretrained"]
 MODES = ("online", "collect", "train", "pretrained")
 
-
-def _default_trainer() -> RewardTrainerConfig:
-    return RewardTrainerConfig(epochs=1.0)
+RENAMED_OPTIONS = {
+    "segment_length": "fragment_length",
+    "max_preferences": "total_labels",
+    "max_preferences_kept": "max_labels_kept",
+    "min_preferences": "min_labels",
+    "pairs_per_segment": "pairs_per_fragment",
+}
+"""Old option names (the training loop's names replaced them) -> new ones. The wrappers'
+keyword options still accept the old names, with a ``DeprecationWarning``, until the next release."""
 
 
 @dataclass
@@ -24,8 +31,10 @@ class PreferenceEnvConfig:
     """``online``: label segments and train the reward model at once; ``collect``: only
     record and label segments (save them with ``save_preferences``); ``train``: train only
     on ``preferences_path``; ``pretrained``: only use the model at ``reward_path``."""
-    segment_length: int = 25
-    """``L``: transitions per recorded segment (the clips that are compared)."""
+    fragment_length: int = 50
+    """``L``: transitions per recorded clip (the fragments that are compared; the training
+    loop's default). A clip cut short by the end of an episode is discarded: keep ``L`` below
+    the episode length."""
     teacher: Any = "oracle"
     """A synthetic teacher preset (``"oracle"``, ``"noisy"``, ``"mistake"``, ``"skip"``,
     ``"myopic"``, ``"equal"``), ``"store:PATH_OR_URL"`` for people labelling in the web app,
@@ -48,18 +57,20 @@ class PreferenceEnvConfig:
     queue_size: int = 64
     """Finished segments waiting for the labeller; more are dropped (counted). The shared
     segment ring holds ``queue_size + num_envs`` segments (at most 4096 waiting)."""
-    pairs_per_segment: float = 1.0
-    """Comparisons asked per finished segment (each pairs it with a recent one)."""
+    pairs_per_fragment: float = 1.0
+    """Comparisons asked per finished clip (each pairs it with a recent one; fractions allowed)."""
     pool_size: int = 64
-    """Recent segments the labeller pairs new ones with."""
-    max_preferences: int | None = None
-    """Stop asking the teacher after this many comparisons (a label budget)."""
-    max_preferences_kept: int | None = 3000
-    """Train on at most this many of the newest preferences."""
-    min_preferences: int = 10
-    """Preferences needed before reward training starts."""
-    trainer: RewardTrainerConfig = field(default_factory=_default_trainer)
-    """Reward training settings; ``epochs`` is per round (rounds repeat while stepping)."""
+    """Recent clips the labeller pairs new ones with."""
+    total_labels: int | None = None
+    """Stop asking the teacher after this many comparisons (a label budget; ``None``: no budget)."""
+    max_labels_kept: int | None = 3000
+    """Train on at most this many of the newest labels."""
+    min_labels: int = 10
+    """Labels needed before reward training starts."""
+    trainer: RewardTrainerConfig = field(default_factory=RewardTrainerConfig)
+    """Reward training settings. Training runs in rounds of ``trainer.epochs`` epochs over the
+    labels there are (rounds repeat while the env steps); the weights are published after
+    every round, so fewer epochs per round means more frequent, smaller updates."""
     max_train_steps: int | None = None
     """Stop reward training after this many steps (``None``: train as long as the env runs)."""
     train_pause_s: float = 0.05
@@ -91,20 +102,18 @@ class PreferenceEnvConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.segment_length < 1:
-            raise ValueError(f"segment_length must be >= 1, got {self.segment_length}")
+        if self.fragment_length < 1:
+            raise ValueError(f"fragment_length must be >= 1, got {self.fragment_length}")
         if self.mode == "train" and self.preferences_path is None:
             raise ValueError("mode='train' trains on a saved preference set: give preferences_path")
         if self.mode == "pretrained" and self.reward_path is None:
             raise ValueError("mode='pretrained' uses a saved reward model: give reward_path")
-        if isinstance(self.teacher, str) and not self.teacher.startswith("store:"):
-            from prefrl.teachers.synthetic import PRESETS
-
-            if self.teacher not in PRESETS:
-                raise ValueError(
-                    f"unknown teacher {self.teacher!r}: use a preset {list(PRESETS)}, 'store:PATH_OR_URL', "
-                    "or a Teacher / AsyncTeacher object"
-                )
+        check_teacher_spec(self.teacher)
+        if self.teacher == "terminal":
+            raise ValueError(
+                "teacher 'terminal' cannot label for the wrapper: its labeller is a background process "
+                "without a terminal; use 'store:PATH_OR_URL' and the web app"
+            )
         if self.record not in ("obs", "frames"):
             raise ValueError(f"record must be 'obs' or 'frames', got {self.record!r}")
         if not 1 <= self.queue_size <= 4096:
@@ -118,7 +127,7 @@ class PreferenceEnvConfig:
 
     @property
     def labels(self) -> bool:
-        """Whether segments are recorded and labelled."""
+        """Whether clips are recorded and labelled."""
         return self.mode in ("online", "collect")
 
     @property

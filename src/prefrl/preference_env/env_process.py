@@ -97,7 +97,7 @@ class PreferenceCore:
         """Allocate buffers and start the background processes, given first inputs ``[n, ...]``."""
         if x.shape[0] != self.n:
             raise ValueError(f"obs_transform must keep the batch dimension {self.n}, got shape {x.shape}")
-        c, L, n = self.config, self.config.segment_length, self.n
+        c, L, n = self.config, self.config.fragment_length, self.n
         obs_space = space_of(x[0])
         if self.net is None:
             self.net = default_net(obs_space, self.act_space)
@@ -191,7 +191,7 @@ class PreferenceCore:
         idx: np.ndarray,
     ) -> None:
         """Record transitions of envs ``idx`` into their ring slots; hand over full segments."""
-        L = self.config.segment_length
+        L = self.config.fragment_length
         if idx is self._all and self.active.all():  # the common case: plain indexing, no input copies
             self._write(self._row_t + self.pos, self._row_o + self.pos, acts, rews, terminated, x, frames)
             self.pos += 1
@@ -241,11 +241,11 @@ class PreferenceCore:
     def _refresh_until_full(self) -> None:
         """Steps until the next active env fills its segment (then :meth:`record` looks which)."""
         pos = self.pos[self.active]
-        self._until_full = self.config.segment_length - (int(pos.max()) if len(pos) else 0)
+        self._until_full = self.config.fragment_length - (int(pos.max()) if len(pos) else 0)
 
     def _hand_over(self, full: np.ndarray, x: np.ndarray, frames: np.ndarray | None) -> None:
         """Give the full segments of envs ``full`` to the labeller; start their next ones."""
-        L = self.config.segment_length
+        L = self.config.fragment_length
         m = len(full)
         self.stats["segments_recorded"] += m
         if len(self.free) < m:

@@ -2,7 +2,9 @@
 
 :class:`Runtime` holds no reference to the wrapper, so ``weakref.finalize`` can stop the
 processes when the wrapper is garbage collected. Workers also exit by themselves when
-the environment process dies (see :mod:`prefrl.preference_env.workers`).
+the environment process dies (see :mod:`prefrl.preference_env.workers`). The processes
+themselves: :mod:`~prefrl.preference_env.labeller`, :mod:`~prefrl.preference_env.trainer_process`
+and :mod:`~prefrl.preference_env.rewarder`.
 """
 
 from __future__ import annotations
@@ -20,8 +22,17 @@ from prefrl.preference_env import rewarder as ps
 from prefrl.preference_env import shared_memory as sh
 from prefrl.preference_env import workers as pw
 from prefrl.preference_env.config import PreferenceEnvConfig
+from prefrl.preference_env.labeller import LabellerSettings, labeller
 from prefrl.preference_env.ring import RingSpec, SegmentRing, recv_slots, send_slots
 from prefrl.preference_env.shared_memory import Field, SharedArrays, SharedBoard
+from prefrl.preference_env.trainer_process import TrainerSettings, trainer
+
+WORKER_MODULES = [
+    "prefrl.preference_env.labeller",
+    "prefrl.preference_env.trainer_process",
+    "prefrl.preference_env.rewarder",
+]
+"""What the background processes import: the forkserver preloads them once for all workers."""
 
 
 class BackgroundProcessError(RuntimeError):
@@ -56,7 +67,7 @@ class Runtime:
         ctx = mp.get_context(config.context_method())
         if config.context_method() == "forkserver":
             # preload what the workers import (torch._dynamo: the optimisers import it)
-            ctx.set_forkserver_preload(["prefrl.preference_env.workers", "torch._dynamo"])
+            ctx.set_forkserver_preload([*WORKER_MODULES, "torch._dynamo"])
         alive_r, self._alive_w = ctx.Pipe(duplex=False)
         self._stop = ctx.Event()
         self.errors = ctx.Queue()
@@ -67,19 +78,19 @@ class Runtime:
         self.commands, self.replies = ctx.Queue(), ctx.Queue()
         self._queues = [self.errors, prefs, self.commands, self.replies]
         tc = config.trainer
-        settings = pw.TrainerSettings(
+        settings = TrainerSettings(
             net_config=net_config,
             train=config.trains,
             trainer_config=replace(tc),
             preferences_path=config.preferences_path,
-            max_preferences_kept=config.max_preferences_kept,
-            min_preferences=config.min_preferences,
+            max_labels_kept=config.max_labels_kept,
+            min_labels=config.min_labels,
             checkpoint_dir=config.checkpoint_dir,
             checkpoint_every=config.checkpoint_every,
             train_pause_s=config.train_pause_s,
             max_train_steps=config.max_train_steps,
         )
-        self._add(ctx, "trainer", links, pw.trainer, settings, prefs, self.commands, self.replies)
+        self._add(ctx, "trainer", links, trainer, settings, prefs, self.commands, self.replies)
         child_ends = [alive_r]
         if config.labels:
             if ring is None:
@@ -89,16 +100,16 @@ class Runtime:
             self._free_r, free_w = ctx.Pipe(duplex=False)  # copied-out slots: labeller -> environment
             self._pipes = [self._ready_w, self._free_r]
             child_ends += [ready_r, free_w]
-            lab = pw.LabellerSettings(
+            lab = LabellerSettings(
                 teacher=config.teacher,
                 run=config.run,
                 seed=config.seed,
                 pool_size=config.pool_size,
-                pairs_per_segment=config.pairs_per_segment,
-                max_preferences=config.max_preferences,
+                pairs_per_fragment=config.pairs_per_fragment,
+                total_labels=config.total_labels,
             )
             ring_link = pw.RingLink(self.ring.name, ring, ready_r, free_w)
-            self._add(ctx, "labeller", links, pw.labeller, lab, ring_link, prefs)
+            self._add(ctx, "labeller", links, labeller, lab, ring_link, prefs)
         if rewarder is not None:
             self.requests = SharedArrays.create(rewarder)
             # requests ring a semaphore: a pipe write is a "synchronous" wake-up, which the
@@ -121,6 +132,12 @@ class Runtime:
         self.procs[name] = ctx.Process(
             target=pw.run_worker, args=(name, links, body, *args), daemon=True, name=f"prefrl-{name}"
         )
+
+    def pids(self) -> dict[str, int]:
+        """``{role: pid}`` of the background processes that are running (none once shut down)."""
+        if self.closed:
+            return {}
+        return {name: p.pid for name, p in self.procs.items() if p.pid is not None and p.is_alive()}
 
     # ------------------------------------------------------------ health
     def check(self) -> None:
@@ -146,7 +163,11 @@ class Runtime:
 
     def send_ready(self, slots: list[int]) -> None:
         """Hand finished segments (ring slot numbers) to the labeller."""
-        send_slots(self._ready_w, slots)
+        try:
+            send_slots(self._ready_w, slots)
+        except OSError:  # BrokenPipeError: the labeller is gone; say why, not where
+            self.check()
+            raise BackgroundProcessError("the preference wrapper's labeller process is gone") from None
 
     def take_free(self) -> list[int]:
         """Slots the labeller has copied out since the last call (never blocks)."""

@@ -1,8 +1,8 @@
 """Learn a reward from preferences inside any RL library: a Gymnasium wrapper.
 
 :class:`PreferenceEnv` (one env) and :class:`PreferenceVectorEnv` (``gymnasium.vector``,
-sync or async) record what the reward model sees into segments of ``segment_length``
-transitions. Finished segments go to a background *labeller* process that pairs them and
+sync or async) record what the reward model sees into clips of ``fragment_length``
+transitions. Finished clips go to a background *labeller* process that pairs them and
 asks a teacher (synthetic, or people through the query store and web app); a background
 *trainer* process fits the reward model on the growing preference set and publishes new
 weights through shared memory. ``step()`` returns the true reward until the reward model
@@ -17,6 +17,7 @@ Modes (``PreferenceEnvConfig.mode``): ``online`` (label and train at once), ``co
 from __future__ import annotations
 
 import dataclasses
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,29 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from prefrl.preference_env.config import PreferenceEnvConfig
+from prefrl.preference_env.config import RENAMED_OPTIONS, PreferenceEnvConfig
 from prefrl.preference_env.env_process import ObsTransform, PreferenceCore
 from prefrl.rewards.nets import RewardNet
 
 
 def make_config(config: PreferenceEnvConfig | None, overrides: dict[str, Any]) -> PreferenceEnvConfig:
-    """``config`` (or the defaults) with keyword overrides, validated."""
+    """``config`` (or the defaults) with keyword overrides, validated.
+
+    Old option names (:data:`~prefrl.preference_env.config.RENAMED_OPTIONS`, e.g.
+    ``segment_length``) are mapped to the new ones with a ``DeprecationWarning``.
+    """
+    overrides = dict(overrides)
+    for old, new in RENAMED_OPTIONS.items():
+        if old not in overrides:
+            continue
+        if new in overrides:
+            raise TypeError(f"give {new!r} or its old name {old!r}, not both")
+        warnings.warn(
+            f"PreferenceEnv option {old!r} is now {new!r}; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        overrides[new] = overrides.pop(old)
     base = config if config is not None else PreferenceEnvConfig()
     names = {f.name for f in dataclasses.fields(PreferenceEnvConfig)}
     unknown = sorted(set(overrides) - names)
@@ -76,9 +93,19 @@ class _Controls:
         return self._core.net
 
     def metrics(self) -> dict[str, Any]:
-        """Counters: segments recorded / sent / dropped, preferences, training steps, ..."""
+        """Counters: segments (clips) recorded / sent / dropped, preferences, training steps, ..."""
         self._core.poll()
         return self._core.metrics()
+
+    def background_pids(self) -> dict[str, int]:
+        """Process ids of the running background processes by role: ``"labeller"``, ``"trainer"``
+        and ``"rewarder"``, as the mode and ``reward_process`` start them.
+
+        Empty before the first ``reset()`` (which starts them), after ``close()``, and in
+        ``pretrained`` mode. For watching them (``ps``, ``psutil``); the wrapper manages them.
+        """
+        rt = self._core.runtime
+        return {} if rt is None else rt.pids()
 
     def save_preferences(self, path: str | Path, val_fraction: float | None = 0.1) -> list[Path]:
         """Write the preference set to ``path`` (``.npz``, see ``PreferenceDataset.load``).
@@ -107,7 +134,7 @@ class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
         >>> import gymnasium as gym
         >>> import prefrl.envs.moving_dot
         >>> from prefrl.preference_env.wrappers import PreferenceEnv
-        >>> env = PreferenceEnv(gym.make("prefrl/MovingDot-v0"), segment_length=10, learned_after=20)
+        >>> env = PreferenceEnv(gym.make("prefrl/MovingDot-v0"), fragment_length=10, learned_after=20)
         >>> obs, info = env.reset(seed=0)
         >>> obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
         >>> env.reward_source, "true_reward" in info
@@ -184,7 +211,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         >>> import prefrl.envs.moving_dot
         >>> from prefrl.preference_env.wrappers import PreferenceVectorEnv
         >>> venv = gym.make_vec("prefrl/MovingDot-v0", num_envs=2, vectorization_mode="sync")
-        >>> env = PreferenceVectorEnv(venv, segment_length=10)
+        >>> env = PreferenceVectorEnv(venv, fragment_length=10)
         >>> obs, info = env.reset(seed=0)
         >>> obs, rew, term, trunc, info = env.step(env.action_space.sample())
         >>> rew.shape, info["true_reward"].shape

@@ -1,5 +1,7 @@
-"""Query selection: uniform, ensemble disagreement (logit, probability, label), entropy."""
+"""Query selection: uniform, ensemble disagreement (logit, probability, label), entropy; and
+pairing of a stream of clips with recent ones (:class:`RecentPairs`)."""
 
+from prefrl.selection.pairing import RecentPairs
 from prefrl.selection.selectors import (
     MEASURES,
     DisagreementSelector,
@@ -13,6 +15,7 @@ __all__ = [
     "MEASURES",
     "DisagreementSelector",
     "QuerySelector",
+    "RecentPairs",
     "UniformSelector",
     "disagreement",
     "ensemble_logits",
