@@ -41,7 +41,7 @@ def evaluate_run(cfg: EvaluateConfig) -> dict[str, float]:
         probe = make_env(env_id, env_kwargs)
         algo = resolve_algo(algo, probe.action_space)
         probe.close()
-    agent = load_agent(algo, run / cfg.policy)
+    agent = load_agent(algo, run / cfg.policy, backend=conf["agent"].get("backend", "sb3"))
     rets = evaluate_returns(env_id, agent, cfg.episodes, cfg.seed, env_kwargs, cfg.deterministic)
     rand = evaluate_returns(env_id, None, cfg.episodes, cfg.seed, env_kwargs)
     if cfg.videos > 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal
 
 import tyro
 
@@ -27,7 +27,9 @@ class RolloutsConfig:
     ] = None
     """SB3 policy .zip."""
     algo: str = "sac"
-    """Algorithm of --policy: sac | td3 | ppo | a2c."""
+    """Algorithm of --policy: sac | td3 | dqn | ppo | a2c."""
+    backend: Literal["sb3", "sbx"] = "sb3"
+    """Library that wrote --policy: sb3 (stable-baselines3) or sbx (its JAX port)."""
     episodes: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 10)")] = None
     """Number of episodes (give this or --steps)."""
     steps: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(optional)")] = None
@@ -46,7 +48,7 @@ def main(argv: list[str]) -> int:
         if cfg.episodes is None and cfg.steps is None:
             cfg.episodes = 10
         env = make_env(cfg.env.id, cfg.env.parsed_kwargs(), render=cfg.render)
-        agent = None if cfg.policy is None else load_agent(cfg.algo, cfg.policy)
+        agent = None if cfg.policy is None else load_agent(cfg.algo, cfg.policy, backend=cfg.backend)
         policy = None if agent is None else (lambda o: agent.predict(o, deterministic=cfg.deterministic)[0])
         batch = collect_episodes(env, cfg.episodes, cfg.steps, policy, cfg.seed, cfg.render)
         path = batch.save(cfg.out)

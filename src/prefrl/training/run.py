@@ -139,7 +139,7 @@ def build_run(cfg: TrainConfig) -> Run:
     reward = LearnedReward(net)
     venv = LearnedRewardVecEnv(recorder, reward)
     if cfg.agent_path is not None:
-        agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device)
+        agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device, cfg.agent.backend)
     else:
         agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
     log_agent(agent, run)
@@ -229,7 +229,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.resume is not None:
         algo = cfg.agent.algo
         venv = loop.agent.get_env() if loop.agent is not None else None
-        if not loop.load_checkpoint(lambda p: load_agent(algo, p, venv, cfg.agent.device)):
+        if not loop.load_checkpoint(lambda p: load_agent(algo, p, venv, cfg.agent.device, cfg.agent.backend)):
             print(f"{r.run_dir}: no checkpoint yet: starting over with the {len(loop.dataset)} labels "
                   "given so far (none is asked again)", file=sys.stderr)  # fmt: skip
         else:
