@@ -33,9 +33,47 @@ def _sweep(out: Path, *args: str, more_set: tuple[str, ...] = ()) -> subprocess.
     )
 
 
+RAY_MARKERS = ("gcs_server", "raylet", "ray::", "default_worker.py", "log_monitor.py", "monitor.py",
+               "dashboard", "runtime_env", "ray/_private", "ray/autoscaler")  # fmt: skip
+
+
+def _ray_pids() -> set[int]:
+    """PIDs of Ray's processes on this machine (head services, raylets, workers)."""
+    import psutil
+
+    pids = set()
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or ())
+        if any(m in cmd for m in RAY_MARKERS):
+            pids.add(proc.info["pid"])
+    return pids
+
+
+BEFORE: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _ray_before() -> None:
+    """Ray processes that ran before the test (a user's sweep, a cluster) are left alone."""
+    BEFORE.clear()
+    BEFORE.update(_ray_pids())
+
+
 def _ray_stop() -> None:
-    ray = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
-    subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120)
+    """Stop the Ray processes this test started, and only those (not ``ray stop``, which ends
+    every Ray on the machine, e.g. a benchmark running beside the tests)."""
+    import psutil
+
+    for _ in range(3):
+        new = _ray_pids() - BEFORE - {os.getpid()}
+        if not new:
+            return
+        for pid in new:
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+        time.sleep(1.0)
 
 
 def _finished(out: Path) -> dict[str, bytes]:
