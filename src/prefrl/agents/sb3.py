@@ -73,9 +73,9 @@ class AgentConfig:
     hybrid_replay_window: int = 10_000
     """Hybrid replay: how many of the newest transitions count as recent."""
     backend: Literal["sb3", "sbx"] = "sb3"
-    """sb3: stable-baselines3 (PyTorch); sbx: its JAX port SBX (pip install "prefrl[sbx]"; sac, td3,
-    dqn, ppo), about twice as fast per step on a CPU (docs/benchmarks.md); policies are saved
-    in SBX's own .zip format."""
+    """sb3: stable-baselines3 (PyTorch), or sbx: its JAX port, about twice as fast per step on a
+    CPU (docs/benchmarks.md) with the agents sac, td3, dqn and ppo (pip install "prefrl[sbx]").
+    Policies are saved in the backend's own .zip format."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS and self.algo != AUTO:
