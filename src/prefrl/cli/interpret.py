@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import tyro
 
+from prefrl.envs.gridworld import GridWorldEnv
 from prefrl.interpret import attribution as attr
 from prefrl.interpret.evaluation import (
     Coverage,
@@ -181,7 +182,7 @@ class Heatmap(Common):
         if src.env is None:
             src.env = "prefrl/GridWorld-v0"
         env = src.tabular_env()
-        if env is None or not hasattr(env, "cells"):
+        if not isinstance(env, GridWorldEnv):
             raise ValueError(f"heatmaps need a gridworld --env (e.g. prefrl/GridWorld-v0), got {src.env!r}")
         p = plot_gridworld_heatmaps(
             {"true": env.reward_table(), "learned": src.require_net()}, env, self.out_dir() / "heatmap.png"
@@ -347,7 +348,7 @@ class Shape(Common):
         res: dict[str, str | float] = {**m, "model": str(save_reward_net(shaped, out / "shaped.safetensors"))}
         res["shaping"] = str(plot_shaping(net, shaped, batch, out / "shaping.png"))
         env = src.tabular_env()
-        if env is not None and hasattr(env, "cells"):
+        if isinstance(env, GridWorldEnv):
             res["shaping_heatmap"] = str(
                 plot_gridworld_heatmaps({"original": net, "shaped": shaped}, env, out / "shaping_heatmap.png")
             )
@@ -406,7 +407,7 @@ class Report(Common):
             net = src.require_net()
             steps.append(("Learned vs true reward along episodes", Curves(**common)))
             env = src.tabular_env()
-            if env is not None and hasattr(env, "cells"):
+            if isinstance(env, GridWorldEnv):
                 steps.append(("Reward per state and action", Heatmap(**common)))
             if is_image_space(net.observation_space):
                 steps += [("Saliency", Saliency(**common)), ("Extremes", Extremes(**common)),

@@ -21,6 +21,7 @@ from prefrl.data.arrays import obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
 from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.interpret.tabular import TabularEnv
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import RewardNet
 
@@ -134,4 +135,4 @@ class Sources:
         if self.env is None:
             return None
         base = self.make_env().unwrapped
-        return base if hasattr(base, "reward_table") and hasattr(base, "transition_table") else None
+        return base if isinstance(base, TabularEnv) else None

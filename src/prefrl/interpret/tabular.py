@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import numpy as np
+
+
+@runtime_checkable
+class TabularEnv(Protocol):
+    """An environment with exact tables (the grid world): rewards ``[S, A]`` and transitions ``[S, A, S]``."""
+
+    def reward_table(self) -> np.ndarray: ...
+
+    def transition_table(self) -> np.ndarray: ...
 
 
 def value_iteration(
