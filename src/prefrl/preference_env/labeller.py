@@ -29,11 +29,11 @@ class LabellerSettings:
     """What the labeller needs of :class:`~prefrl.preference_env.config.PreferenceEnvConfig`."""
 
     teacher: Any  # a spec string, a Teacher or an AsyncTeacher (must pickle)
-    run: str = "preference-env"
-    seed: int = 0
-    pool_size: int = 64
-    pairs_per_fragment: float = 1.0
-    total_labels: int | None = None
+    run: str
+    seed: int
+    pool_size: int
+    pairs_per_fragment: float
+    total_labels: int | None
 
 
 def labeller(

@@ -77,19 +77,7 @@ class Runtime:
         prefs = ctx.Queue()  # unbounded: preferences are never dropped
         self.commands, self.replies = ctx.Queue(), ctx.Queue()
         self._queues = [self.errors, prefs, self.commands, self.replies]
-        tc = config.trainer
-        settings = TrainerSettings(
-            net_config=net_config,
-            train=config.trains,
-            trainer_config=replace(tc),
-            preferences_path=config.preferences_path,
-            max_labels_kept=config.max_labels_kept,
-            min_labels=config.min_labels,
-            checkpoint_dir=config.checkpoint_dir,
-            checkpoint_every=config.checkpoint_every,
-            train_pause_s=config.train_pause_s,
-            max_train_steps=config.max_train_steps,
-        )
+        settings = pw.settings_from(TrainerSettings, config, net_config=net_config, train=config.trains)
         self._add(ctx, "trainer", links, trainer, settings, prefs, self.commands, self.replies)
         child_ends = [alive_r]
         if config.labels:
@@ -100,14 +88,7 @@ class Runtime:
             self._free_r, free_w = ctx.Pipe(duplex=False)  # copied-out slots: labeller -> environment
             self._pipes = [self._ready_w, self._free_r]
             child_ends += [ready_r, free_w]
-            lab = LabellerSettings(
-                teacher=config.teacher,
-                run=config.run,
-                seed=config.seed,
-                pool_size=config.pool_size,
-                pairs_per_fragment=config.pairs_per_fragment,
-                total_labels=config.total_labels,
-            )
+            lab = pw.settings_from(LabellerSettings, config)
             ring_link = pw.RingLink(self.ring.name, ring, ready_r, free_w)
             self._add(ctx, "labeller", links, labeller, lab, ring_link, prefs)
         if rewarder is not None:

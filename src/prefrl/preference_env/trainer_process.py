@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import queue
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +34,15 @@ class TrainerSettings:
     """What the trainer needs of :class:`~prefrl.preference_env.config.PreferenceEnvConfig`."""
 
     net_config: dict[str, Any]
-    train: bool = True
-    trainer_config: RewardTrainerConfig = field(default_factory=RewardTrainerConfig)
-    preferences_path: str | None = None
-    max_labels_kept: int | None = 3000
-    min_labels: int = 10
-    checkpoint_dir: str | None = None
-    checkpoint_every: int = 0
-    train_pause_s: float = 0.05
-    max_train_steps: int | None = None
+    train: bool
+    trainer: RewardTrainerConfig
+    preferences_path: str | None
+    max_labels_kept: int | None
+    min_labels: int
+    checkpoint_dir: str | None
+    checkpoint_every: int
+    train_pause_s: float
+    max_train_steps: int | None
 
 
 @torch.no_grad()
@@ -81,8 +81,8 @@ def trainer(
         if loaded.fragments is not None:
             ds.add(loaded.fragments, loaded.pairs, loaded.labels)
     board.ints[sh.PAIRS] = len(ds)
-    fit = RewardTrainer(net, s.trainer_config)
-    rng = np.random.default_rng(s.trainer_config.seed)
+    fit = RewardTrainer(net, s.trainer)
+    rng = np.random.default_rng(s.trainer.seed)
     last_ckpt = 0
     while True:
         guard.check()
@@ -110,7 +110,7 @@ def trainer(
         done = s.max_train_steps is not None and fit.global_step >= s.max_train_steps
         if not s.train or len(ds) < s.min_labels or done:
             continue
-        fit.train(ds)  # one round: trainer_config.epochs passes over the set
+        fit.train(ds)  # one round: trainer.epochs passes over the set
         mean, std = reward_stats(net, ds, rng)
         board.publish(net.state_dict(), fit.global_step, mean, std)
         if s.checkpoint_dir is not None and s.checkpoint_every > 0:

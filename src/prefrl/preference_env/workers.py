@@ -12,11 +12,13 @@ tensors and plain data cross process boundaries.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -142,3 +144,13 @@ def merge_messages(
     pairs = np.concatenate([np.asarray(m[1], np.int64).reshape(-1, 2) + o for m, o in zip(msgs, offsets)])
     labels = np.concatenate([np.asarray(m[2], np.float32) for m in msgs])
     return (frags[0] if len(frags) == 1 else Fragments.concat(frags)), pairs, labels
+
+
+S = TypeVar("S")
+
+
+def settings_from(cls: type[S], config: Any, **given: Any) -> S:
+    """A worker's settings dataclass ``cls``: ``given`` fields, the rest copied from the same-named
+    fields of ``config`` (a :class:`~prefrl.preference_env.config.PreferenceEnvConfig`)."""
+    names = {f.name for f in dataclasses.fields(cls)} - set(given)
+    return cls(**given, **{n: copy.deepcopy(getattr(config, n)) for n in names})
