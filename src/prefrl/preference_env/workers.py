@@ -12,7 +12,6 @@ tensors and plain data cross process boundaries.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 import traceback
@@ -153,4 +152,4 @@ def settings_from(cls: type[S], config: Any, **given: Any) -> S:
     """A worker's settings dataclass ``cls``: ``given`` fields, the rest copied from the same-named
     fields of ``config`` (a :class:`~prefrl.preference_env.config.PreferenceEnvConfig`)."""
     names = {f.name for f in dataclasses.fields(cls)} - set(given)
-    return cls(**given, **{n: copy.deepcopy(getattr(config, n)) for n in names})
+    return cls(**given, **{n: getattr(config, n) for n in names})  # pickled when the worker starts

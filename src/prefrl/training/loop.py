@@ -123,9 +123,9 @@ class PreferenceLoop:
         self.rng = np.random.default_rng(config.seed)
         self.state = LoopState()
         self.config_hash = config_hash
-        self.is_async = is_async(teacher)  # TypeError for anything else
-        self.sync_teacher: Teacher | None = None if self.is_async else cast(Teacher, teacher)
-        self.async_teacher: AsyncTeacher | None = cast(AsyncTeacher, teacher) if self.is_async else None
+        later = is_async(teacher)  # TypeError for anything else
+        self.sync_teacher: Teacher | None = None if later else cast(Teacher, teacher)
+        self.async_teacher: AsyncTeacher | None = cast(AsyncTeacher, teacher) if later else None
         self.alloc = allocate_queries(
             config.total_labels, config.iterations - 1, config.query_schedule, config.initial_label_frac
         )
@@ -398,7 +398,7 @@ class PreferenceLoop:
             self._write_labels_state()
         elif self._iteration_labels.get("iteration") == i:  # asked before a crash, this iteration
             m.update({k: v for k, v in self._iteration_labels.items() if k.startswith("labels/")})
-        if self.is_async:
+        if self.async_teacher is not None:
             self._poll()
             if len(self.dataset) == 0:
                 self._wait_for_labels()
