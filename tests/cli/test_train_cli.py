@@ -276,3 +276,28 @@ def test_device_auto_is_resolved_recorded_and_followed_by_the_agent(tmp_path: Pa
     assert conf["device"] == want and conf["agent"]["device"] == want  # a resume uses the same
     assert r.loop.net.device.type == want and r.loop.agent.device.type == want
     r.logger.close()
+
+
+def test_auto_next_obs_input_is_resolved_and_recorded(tmp_path: Path) -> None:
+    """--reward.use-next-obs auto: the MLP reward reads s' (config.json says so, and so does the
+    net), an explicit choice is kept, and a resumed run whose config predates the option keeps
+    the inputs its network was built with."""
+    base = ["--loop.total-steps", "600", "--loop.initial-steps", "200", "--no-progress"]
+    cfg = run_config.parse_args(["--run-dir", str(tmp_path / "a"), *base])
+    assert cfg.reward.use_next_obs is None
+    r = run.build_run(cfg)
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["reward"]["use_next_obs"] is True
+    assert r.loop.net.use[2] is True
+    r.logger.close()
+    cfg = run_config.parse_args(["--run-dir", str(tmp_path / "b"), "--reward.use-next-obs", "False", *base])
+    r = run.build_run(cfg)
+    assert r.loop.net.use[2] is False
+    r.logger.close()
+    assert not run_config.RewardNetConfig().build(*_spaces("Pendulum-v1")).use[2]  # unresolved: as before
+
+
+def _spaces(env_id: str) -> tuple[object, object]:
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    return env.observation_space, env.action_space
