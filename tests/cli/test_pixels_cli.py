@@ -65,6 +65,18 @@ def test_auto_reward_net_is_a_cnn_for_images_of_any_layout(shape: tuple[int, ...
     assert net(obs, acts, obs, None).shape == (3, 2, 5)  # [E, B, L]
 
 
+@pytest.mark.parametrize(("shape", "want"), [((40, 40, 3), "spatial"), ((3, 64, 64), "spatial"),
+                                           ((84, 84, 4), "flat"), ((3,), "flat")])  # fmt: skip
+def test_auto_cnn_features_are_keypoints_for_small_images(shape: tuple[int, ...], want: str) -> None:
+    space = image(shape) if len(shape) == 3 else spaces.Box(-1.0, 1.0, shape)
+    cfg = RewardNetConfig()
+    assert cfg.resolve_cnn_features(space) == want
+    assert RewardNetConfig(cnn_features="flat").resolve_cnn_features(space) == "flat"
+    if len(shape) == 3:
+        net = dataclasses.replace(cfg, cnn_features=want).build(space, ACTS)
+        assert isinstance(net, CNNReward) and net.spatial == (want == "spatial")
+
+
 def test_vector_and_dict_observations_keep_the_mlp_and_kind_overrides() -> None:
     box = spaces.Box(-1.0, 1.0, (3,))
     dict_space = spaces.Dict({"img": image((84, 84, 3)), "pos": box})

@@ -209,3 +209,54 @@ def test_tanh_output_bounds_every_reward_and_survives_save_load(tmp_path) -> Non
     np.testing.assert_allclose(got, r.mean(0).detach().numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="unknown reward output 'sigmoid'"):
         MLPReward(BOX3, BOX1, output="sigmoid")
+
+
+def test_soft_argmax_finds_a_bright_pixel() -> None:
+    from prefrl.rewards.layers import soft_argmax
+
+    x = torch.zeros(2, 1, 9, 11)
+    x[0, 0, 2, 8] = 50.0  # row 2 of 9, column 8 of 11: y = -1 + 2 * 2/8, x = -1 + 2 * 8/10
+    x[1, 0, 8, 0] = 50.0  # bottom-left corner
+    got = soft_argmax(x)  # [B, C, 2] as (x, y)
+    torch.testing.assert_close(got[:, 0], torch.tensor([[0.6, -0.5], [-1.0, 1.0]]), atol=1e-4, rtol=0)
+    flat = soft_argmax(torch.zeros(1, 3, 4, 4))  # no peak: the centre
+    torch.testing.assert_close(flat, torch.zeros(1, 3, 2), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match=r"\[B, C, H, W\]"):
+        soft_argmax(torch.zeros(3, 4, 4))
+
+
+def test_spatial_cnn_reward_reads_where_the_dot_is_and_learns_it() -> None:
+    """The keypoint head: moving the dot changes the reward, members train in one pass and every
+    parameter changes, and the net rebuilds from its config."""
+    import gymnasium as gym
+
+    from prefrl.rewards import CNNReward, build_reward_net
+    from prefrl.rewards.nets import cnn_architecture
+
+    space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
+    arch = cnn_architecture(space, features="spatial")
+    assert arch["kernels"] == (3, 3) and cnn_architecture(space)["kernels"] == (4, 3)
+    net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial", **arch)
+    img = np.zeros((2, 40, 40, 3), np.uint8)
+    img[0, 5:8, 5:8, 0] = 255
+    img[1, 30:33, 30:33, 0] = 255
+    a = np.zeros(2, np.int64)
+    r = net.predict(img, a, img)[0]
+    assert r.shape == (2,) and abs(r[0] - r[1]) > 1e-6
+    before = {k: v.clone() for k, v in net.named_parameters()}
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    target = torch.tensor([1.0, -1.0])
+    imgs, acts = torch.from_numpy(img), torch.from_numpy(a)
+    for _ in range(30):  # the reward of the dot's place: right-bottom bad, left-top good
+        loss = ((net(imgs, acts, imgs, torch.zeros(2)) - target) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.1
+    changed = {k for k, v in net.named_parameters() if not torch.equal(v, before[k])}
+    assert changed >= {k for k in before if k != "absorbing_reward"}
+    again = build_reward_net(net.config)
+    again.load_state_dict(net.state_dict())
+    np.testing.assert_allclose(again.predict(img, a, img)[0], net.predict(img, a, img)[0], rtol=1e-5)
+    with pytest.raises(ValueError, match="flat' or 'spatial"):
+        CNNReward(space, gym.spaces.Discrete(5), features="dense")

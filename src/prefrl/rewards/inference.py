@@ -321,7 +321,7 @@ def _patches(x: Array, k: int, s: int, out: Array) -> None:
 
 def _cnn(net: CNNReward) -> FastReward | None:
     name = _activation_name(net.head)
-    if name is None or net.use_next_obs:
+    if name is None or net.use_next_obs or net.spatial:  # stacked frames, keypoints: torch path
         return None
     e = net.ensemble_size
     c, h, w = net.image_shape

@@ -177,3 +177,29 @@ class EnsembleMLP(nn.Module):
     def l2_per_member(self) -> torch.Tensor:
         """``[E]`` sum of squared weights (biases excluded) of each member."""
         return sum(layer.weight.pow(2).sum(dim=(1, 2)) for layer in self.layers)  # type: ignore[return-value]
+
+
+def coordinate_grid(h: int, w: int, device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pixel-centre coordinates in [-1, 1]: ``ys [h]`` (rows) and ``xs [w]`` (columns)."""
+    ys = torch.linspace(-1.0, 1.0, h, device=device) if h > 1 else torch.zeros(1, device=device)
+    xs = torch.linspace(-1.0, 1.0, w, device=device) if w > 1 else torch.zeros(1, device=device)
+    return ys, xs
+
+
+def soft_argmax(x: torch.Tensor) -> torch.Tensor:
+    """Expected (x, y) position of each channel's spatial softmax ("keypoints", Levine et al. 2016).
+
+    Args:
+        x: ``[B, C, H, W]`` logits (scale them first to set the softmax temperature).
+
+    Returns:
+        ``[B, C, 2]``: the softmax-weighted mean column and row coordinate, each in [-1, 1].
+    """
+    if x.dim() != 4:
+        raise ValueError(f"soft_argmax expects [B, C, H, W], got shape {tuple(x.shape)}")
+    b, c, h, w = x.shape
+    p = torch.softmax(x.reshape(b, c, h * w), -1).reshape(b, c, h, w)
+    ys, xs = coordinate_grid(h, w, x.device)
+    ex = (p.sum(2) * xs).sum(-1)  # [B, C]
+    ey = (p.sum(3) * ys).sum(-1)  # [B, C]
+    return torch.stack([ex, ey], -1)

@@ -34,7 +34,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from prefrl.rewards.layers import ACTIVATIONS, EnsembleMLP
+from prefrl.rewards.layers import ACTIVATIONS, EnsembleMLP, soft_argmax
 from prefrl.rewards.normalization import RunningNorm
 from prefrl.rewards.spaces import (
     channels_first,
@@ -230,18 +230,28 @@ SMALL_IMAGE = 64
 """Images with both sides at most this many pixels get the small reward CNN."""
 
 
+def is_small_image(obs_space: spaces.Space) -> bool:
+    """Both image sides at most :data:`SMALL_IMAGE` pixels (HWC or CHW)."""
+    shape = tuple(obs_space.shape)  # type: ignore[arg-type]
+    hw = shape[1:] if channels_first(shape) else shape[:2]
+    return max(hw) <= SMALL_IMAGE
+
+
 def cnn_architecture(
     obs_space: spaces.Space,
     channels: Sequence[int] | None = None,
     kernels: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
     hidden: Sequence[int] | None = None,
+    features: str = "flat",
 ) -> dict[str, tuple[int, ...]]:
     """:class:`CNNReward` layer sizes for ``obs_space``'s images (``None``: chosen by image size).
 
     Sides up to :data:`SMALL_IMAGE` pixels (e.g. the 40x40 moving dot) get two strided
     convolutions with 8 and 16 channels (kernels 4, 3; strides 4, 2) and one hidden layer of
-    32, cheap enough for a per-step reward on 2 cores; larger images (Atari's 84x84) get
+    32, cheap enough for a per-step reward on 2 cores; with ``features="spatial"`` two 3x3
+    convolutions of 16 channels (strides 2, 1: the keypoints keep a fine grid) and 64 hidden
+    units. Larger images (Atari's 84x84) get
     channels 16 32 32, kernels 8 4 3, strides 4 2 1 and 64 hidden units. While the last
     convolution would get an empty input, the largest stride (then kernel) is reduced by one.
 
@@ -254,7 +264,9 @@ def cnn_architecture(
         )
     shape = tuple(obs_space.shape)  # type: ignore[arg-type]
     hw = shape[1:] if channels_first(shape) else shape[:2]
-    if max(hw) <= SMALL_IMAGE:
+    if max(hw) <= SMALL_IMAGE and features == "spatial":
+        arch = {"channels": (16, 16), "kernels": (3, 3), "strides": (2, 1), "hidden": (64,)}
+    elif max(hw) <= SMALL_IMAGE:
         arch = {"channels": (8, 16), "kernels": (4, 3), "strides": (4, 2), "hidden": (32,)}
     else:
         arch = {"channels": (16, 32, 32), "kernels": (8, 4, 3), "strides": (4, 2, 1), "hidden": (64,)}
@@ -289,6 +301,12 @@ class CNNReward(RewardNet):
     join after the convolutions when used. With ``use_next_obs`` the next image is stacked
     onto the current one along channels (``[2C, H, W]``), so the first convolution sees what
     the step changed (a reward for progress, say, rather than for a place).
+
+    ``features="spatial"`` ends the convolutions in a spatial soft-argmax instead of a flatten:
+    each channel of the last convolution (no activation after it) becomes the expected (x, y)
+    of its softmax over positions, times a learned per-channel sharpness, so the head reads
+    ``2 * channels[-1]`` coordinates: where things are, which is what rewards on small images
+    of objects (a dot and its target) depend on.
     """
 
     def __init__(
@@ -306,8 +324,11 @@ class CNNReward(RewardNet):
         chw: bool | None = None,
         use_next_obs: bool = False,
         output: str = "linear",
+        features: str = "flat",
     ) -> None:
         super().__init__()
+        if features not in ("flat", "spatial"):
+            raise ValueError(f"CNNReward features must be 'flat' or 'spatial', got {features!r}")
         if not is_image_space(observation_space):
             raise ValueError(
                 f"CNNReward needs a uint8 image Box observation space (HWC or CHW), "
@@ -329,9 +350,15 @@ class CNNReward(RewardNet):
         for out_c, k, s in zip(channels, kernels, strides):
             layers += [nn.Conv2d(in_c * e, out_c * e, k, s, groups=e), ACTIVATIONS[activation]()]
             in_c = out_c
+        self.spatial = features == "spatial"
+        if self.spatial:
+            layers.pop()  # the soft-argmax reads the last convolution's logits
+            self.sharpness = nn.Parameter(torch.ones(e * in_c))
         self.conv = nn.Sequential(*layers)
         with torch.no_grad():
             n_flat = self.conv(torch.zeros(1, c * e, h, w)).flatten(1).shape[1] // e
+        if self.spatial:
+            n_flat = 2 * in_c
         d_vec = flat_dim(action_space) * use_act + int(use_done)
         self.head = EnsembleMLP(e, n_flat + d_vec, hidden, 1, activation)
         self._init_reward_head(e, output)
@@ -350,6 +377,7 @@ class CNNReward(RewardNet):
             "chw": self.chw,
             "use_next_obs": use_next_obs,
             "output": output,
+            "features": features,
         }
 
     @torch.no_grad()
@@ -383,7 +411,10 @@ class CNNReward(RewardNet):
             x = img.reshape(-1, c, h, w)
             x = x.repeat(1, e, 1, 1) if e > 1 else x
         x = x.float().mul_(1.0 / 255.0)
-        z = self.conv(x).flatten(1)  # [M, E*F]
+        z = self.conv(x)  # [M, E*C', H', W']
+        if self.spatial:
+            z = soft_argmax(z * self.sharpness.view(1, -1, 1, 1))  # [M, E*C', 2]
+        z = z.flatten(1)  # [M, E*F]
         z = z.view(z.shape[0], e, -1).transpose(0, 1)  # [E, M, F]
         if "vec" in feats:
             v = feats["vec"]

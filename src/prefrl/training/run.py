@@ -108,8 +108,10 @@ def build_run(cfg: TrainConfig) -> Run:
         cfg.agent.algo = resolve_algo(cfg.agent.algo, act_space)  # config.json names the real agent
     if cfg.reward.output == "auto" and cfg.resume is None:  # config.json names the output used
         cfg.reward.output = resolve_reward_output(cfg, env_kwargs)
-    if cfg.reward.use_next_obs is None and cfg.resume is None:  # config.json names the inputs used
-        cfg.reward.use_next_obs = cfg.reward.resolve_next_obs(obs_space)
+    if cfg.resume is None:  # config.json names the reward inputs and CNN features used
+        if cfg.reward.use_next_obs is None:
+            cfg.reward.use_next_obs = cfg.reward.resolve_next_obs(obs_space)
+        cfg.reward.cnn_features = cfg.reward.resolve_cnn_features(obs_space)
     check_selection(cfg.loop, cfg.reward.ensemble_size)
     if cfg.teacher == "web" and cfg.store is None:
         raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
