@@ -113,6 +113,12 @@ def test_empty_dataset_and_bad_config_raise():
         RewardTrainerConfig(batch_size=10, grad_accum_steps=3)
     with pytest.raises(ValueError, match="error_rate"):
         RewardTrainerConfig(error_rate=1.5)
+    with pytest.raises(ValueError, match="pseudo_min_accuracy"):
+        RewardTrainerConfig(pseudo_min_accuracy=1.2)
+    with pytest.raises(ValueError, match="filter_min_accuracy"):
+        RewardTrainerConfig(filter_min_accuracy=-0.1)
+    with pytest.raises(ValueError, match="trust_window"):
+        RewardTrainerConfig(trust_window=0)
 
 
 def test_trainer_state_round_trips(pendulum_batch):
@@ -188,7 +194,8 @@ def test_training_with_temporal_crop_still_learns(pendulum_batch):
 
 
 def test_noise_filter_drops_or_flips_confidently_contradicted_labels(pendulum_batch):
-    """RIME: a warm model leaves out (or flips) the labels it confidently contradicts."""
+    """RIME: a warm model the trust gate lets act leaves out (or flips) the labels it
+    confidently contradicts: here a quarter of the new labels are backwards."""
     frags, pairs, labels = _pendulum_data(pendulum_batch, 200, seed=7)
     ds = PreferenceDataset()
     ds.add(frags, pairs, labels)
@@ -197,17 +204,22 @@ def test_noise_filter_drops_or_flips_confidently_contradicted_labels(pendulum_ba
     tr = RewardTrainer(net, cfg)
     first = tr.train(ds)  # warm start: no filtering on the first call
     assert "noise_dropped" in first and first["noise_dropped"] == first["noise_flipped"] == 0
-    more_frags, more_pairs, clean = _pendulum_data(pendulum_batch, 40, seed=8)
+    assert first["filter_trusted"] == 0
+    more_frags, more_pairs, clean = _pendulum_data(pendulum_batch, 60, seed=8)
     keep = np.abs(clean - 0.5) > 0.4  # clear preferences
-    wrong = 1.0 - clean[keep]  # the teacher got every one of these backwards
-    ds.add(more_frags, more_pairs[keep], wrong)
+    new = clean[keep].copy()
+    wrong = np.zeros(len(new), dtype=bool)
+    wrong[::4] = True  # the teacher got every fourth one backwards
+    new[wrong] = 1.0 - new[wrong]
+    n_old = len(ds)
+    ds.add(more_frags, more_pairs[keep], new)
     feats = encode_for_test(net, ds)
     n = len(ds)
     new_labels, weight, counts = tr._filter_noise(
         feats, torch.as_tensor(ds.pairs), torch.as_tensor(ds.labels), torch.arange(n)
     )
     bad = torch.zeros(n, dtype=torch.bool)
-    bad[n - len(wrong) :] = True
+    bad[n_old:] = torch.as_tensor(wrong)
     caught = (weight == 0) | (new_labels != torch.as_tensor(ds.labels))
     assert caught[bad].float().mean() >= 0.7  # most wrong labels are left out or flipped
     assert caught[~bad].float().mean() <= 0.1  # few right ones are
@@ -215,6 +227,8 @@ def test_noise_filter_drops_or_flips_confidently_contradicted_labels(pendulum_ba
     flipped = new_labels != torch.as_tensor(ds.labels)
     assert torch.equal(new_labels[flipped], 1 - torch.as_tensor(ds.labels)[flipped])
     m = tr.train(ds)
+    # the model predicts the right three quarters: trusted to filter, not to pseudo-label
+    assert cfg.filter_min_accuracy <= m["fresh_accuracy"] <= 0.8 and m["filter_trusted"] == 1
     assert m["noise_dropped"] + m["noise_flipped"] > 0
 
 
@@ -232,8 +246,10 @@ def test_pseudo_labels_only_above_the_threshold(pendulum_batch):
     net = MLPReward(OBS, ACT, ensemble_size=3)
     tr = RewardTrainer(net, RewardTrainerConfig(epochs=20, val_fraction=0.0, pseudo_label_ratio=2.0))
     unl, _ = sample_fragments(pendulum_batch, 200, 50, np.random.default_rng(10))
+    tr.train(ds, unlabelled=unl)  # the first call: nothing trusted yet
+    ds.add(*_pendulum_data(pendulum_batch, 30, seed=11))  # fresh labels the model predicts
     m = tr.train(ds, unlabelled=unl)
-    assert 0.0 < m["pseudo_label_frac"] <= 1.0
+    assert m["pseudo_trusted"] == 1 and 0.0 < m["pseudo_label_frac"] <= 1.0
     feats = tr._unlabelled_features(unl, 50)
     fracs = []
     for threshold in (0.6, 0.99, 1.0):
@@ -251,3 +267,79 @@ def test_pseudo_labels_only_above_the_threshold(pendulum_batch):
         tr._unlabelled_features(sample_fragments(pendulum_batch, 4, 20, np.random.default_rng(0))[0], 50)
     with pytest.raises(ValueError, match="pseudo_label_threshold"):
         RewardTrainerConfig(pseudo_label_threshold=0.4)
+
+
+TRUST_CFG = dict(
+    val_fraction=0.0, noise_filter=True, pseudo_label_ratio=2.0, pseudo_label_threshold=0.6, seed=0
+)
+
+
+def test_no_pseudo_label_in_the_first_call(pendulum_batch):
+    """Trust gate: before any training the model's certainty means nothing, so even a low
+    threshold gives no pseudo-label in the first call."""
+    ds = PreferenceDataset()
+    ds.add(*_pendulum_data(pendulum_batch, 40, seed=12))
+    unl, _ = sample_fragments(pendulum_batch, 100, 50, np.random.default_rng(13))
+    cfg = RewardTrainerConfig(epochs=5, **{**TRUST_CFG, "pseudo_label_threshold": 0.51})
+    m = RewardTrainer(MLPReward(OBS, ACT, ensemble_size=2), cfg).train(ds, unlabelled=unl)
+    assert m["pseudo_label_frac"] == 0.0 and m["pseudo_trusted"] == 0 and m["filter_trusted"] == 0
+    assert m["noise_dropped"] == m["noise_flipped"] == 0
+    assert "fresh_accuracy" not in m  # nothing scored yet: the metric is left out, never NaN
+
+
+def test_trust_gate_stops_a_wrong_model_and_trusts_it_again_once_it_predicts(pendulum_batch):
+    """A model trained on backwards labels, shown right ones, neither pseudo-labels nor filters
+    them (the filter would "correct" many); once it learned the right labels (the backwards
+    ones evicted by max_size) and predicts fresh ones, both act again."""
+    ds = PreferenceDataset(max_size=100)
+    frags, pairs, labels = _pendulum_data(pendulum_batch, 100, seed=14)
+    ds.add(frags, pairs, 1.0 - labels)  # a teacher wrong on everything
+    net = MLPReward(OBS, ACT, ensemble_size=3)
+    tr = RewardTrainer(net, RewardTrainerConfig(epochs=50, **TRUST_CFG))
+    unl, _ = sample_fragments(pendulum_batch, 100, 50, np.random.default_rng(15))
+    tr.train(ds, unlabelled=unl)
+    ds.add(*_pendulum_data(pendulum_batch, 100, seed=16))  # right labels; every wrong one evicted
+    assert ds.pair_ids.min() == 100
+    *_, counts = tr._filter_noise(  # what an ungated filter would do to the right labels
+        encode_for_test(net, ds), torch.as_tensor(ds.pairs), torch.as_tensor(ds.labels), torch.arange(len(ds))
+    )
+    assert counts["noise_dropped"] + counts["noise_flipped"] >= 10
+    m = tr.train(ds, unlabelled=unl)
+    assert m["fresh_accuracy"] <= 0.3
+    assert m["pseudo_trusted"] == m["filter_trusted"] == 0
+    assert m["pseudo_label_frac"] == 0.0 and m["noise_dropped"] == m["noise_flipped"] == 0
+    ds.add(*_pendulum_data(pendulum_batch, 40, seed=17))
+    m = tr.train(ds, unlabelled=unl)
+    assert m["fresh_accuracy"] >= 0.8 and len(tr.trust.outcomes) == 20  # the newest 20 only
+    assert m["pseudo_trusted"] == m["filter_trusted"] == 1 and m["pseudo_label_frac"] > 0
+
+
+def test_trust_record_survives_a_checkpoint(pendulum_batch, tmp_path):
+    """The rolling outcomes and the dataset mark go through the checkpoint file (JSON values,
+    no pickle); a state saved before the trust gate existed still loads."""
+    from prefrl.storage.checkpoint import load_tensor_state, save_tensor_state
+
+    ds = PreferenceDataset()
+    ds.add(*_pendulum_data(pendulum_batch, 60, seed=18))
+    torch.manual_seed(2)
+    a, b = MLPReward(OBS, ACT, ensemble_size=2), MLPReward(OBS, ACT, ensemble_size=2)
+    cfg = RewardTrainerConfig(epochs=10, **TRUST_CFG)
+    ta = RewardTrainer(a, cfg)
+    ta.train(ds)
+    ds.add(*_pendulum_data(pendulum_batch, 15, seed=19))
+    ta.train(ds)
+    assert len(ta.trust.outcomes) > 0 and ta.trust.seen == ds.next_id
+    save_tensor_state({"trainer": ta.state_dict()}, tmp_path / "trainer.safetensors")
+    state = load_tensor_state(tmp_path / "trainer.safetensors")["trainer"]
+    b.load_state_dict(a.state_dict())
+    tb = RewardTrainer(b, cfg)
+    tb.load_state_dict(state)
+    assert list(tb.trust.outcomes) == list(ta.trust.outcomes) and tb.trust.seen == ta.trust.seen
+    ds.add(*_pendulum_data(pendulum_batch, 15, seed=20))
+    ma, mb = ta.train(ds), tb.train(ds)
+    assert ma["fresh_accuracy"] == mb["fresh_accuracy"]
+    assert ma["filter_trusted"] == mb["filter_trusted"]
+    del state["trust"]  # an older checkpoint: no record, the normaliser's mark stands in
+    old = RewardTrainer(MLPReward(OBS, ACT, ensemble_size=2), cfg)
+    old.load_state_dict(state)
+    assert len(old.trust.outcomes) == 0 and old.trust.seen == state["stats_seen"]

@@ -27,6 +27,7 @@ from prefrl.teachers.synthetic import SyntheticTeacher
 from prefrl.training.allocator import keep_freed_memory
 from prefrl.training.logger import Logger, NullLogger
 from prefrl.training.optim import FlatAdamW, FlatParameters
+from prefrl.training.trust import TrustRecord
 
 
 @dataclass
@@ -74,7 +75,8 @@ class RewardTrainerConfig:
     noise_filter: bool = False
     """Noise-robust training (RIME): from the second call on, before each epoch the ensemble
     (warm from earlier training) scores every training pair; a label it gives a probability
-    below noise_drop_below is left out of that epoch, below noise_flip_below it is flipped."""
+    below noise_drop_below is left out of that epoch, below noise_flip_below it is flipped.
+    Only in calls where the model is trusted (see filter_min_accuracy)."""
     noise_drop_below: float = 0.1
     """Noise filter: leave out labels the ensemble gives less than this probability."""
     noise_flip_below: float = 0.02
@@ -86,6 +88,17 @@ class RewardTrainerConfig:
     pseudo_label_threshold: float = 0.99
     """Semi-supervised: an unlabelled pair gets a pseudo-label only when the ensemble-mean
     probability of one side is at least this."""
+    pseudo_min_accuracy: float = 0.8
+    """Trust gate: pseudo-labels are drawn in a call only while the model, before that call
+    trains, predicts at least this share of the newest real labels (see trust_window); never in
+    the first call."""
+    filter_min_accuracy: float = 0.6
+    """Trust gate: the noise filter acts in a call only from this accuracy on the newest real
+    labels; below pseudo_min_accuracy because a noisy teacher caps what a right model scores
+    (about 0.7 against a teacher wrong on 30% of labels)."""
+    trust_window: int = 20
+    """Trust gate: the accuracy is measured on this many of the newest non-tied labels, each
+    scored by the model before it trained on it."""
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.grad_accum_steps < 1:
@@ -110,6 +123,11 @@ class RewardTrainerConfig:
                 "need 0 <= noise_flip_below <= noise_drop_below < 0.5, got "
                 f"{self.noise_flip_below} and {self.noise_drop_below}"
             )
+        for name in ("pseudo_min_accuracy", "filter_min_accuracy"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} is a share of labels, in [0, 1]; got {getattr(self, name)}")
+        if self.trust_window < 1:
+            raise ValueError(f"trust_window must be >= 1 label, got {self.trust_window}")
 
 
 class RewardTrainer:
@@ -135,10 +153,12 @@ class RewardTrainer:
         self.stats_seen = 0  # pairs (by id) already folded into input normalisation
         self.calls = 0
         self.global_step = 0
+        self.trust = TrustRecord(c.trust_window)  # the model's record on fresh labels (trust gate)
 
     # ------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue training exactly (optimiser, L2, RNG, counters)."""
+        """Everything needed to continue training exactly (optimiser, L2, RNG, counters, the
+        trust gate's record): tensors and JSON values, nothing to pickle."""
         return {
             "optimizer": self.optimizer.state_dict(),
             "l2": self.l2.clone(),
@@ -146,6 +166,7 @@ class RewardTrainer:
             "stats_seen": self.stats_seen,
             "calls": self.calls,
             "global_step": self.global_step,
+            "trust": self.trust.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -155,6 +176,10 @@ class RewardTrainer:
         self.stats_seen = int(state["stats_seen"])
         self.calls = int(state["calls"])
         self.global_step = int(state["global_step"])
+        trust = state.get("trust")
+        if trust is None:  # older checkpoints: the normaliser's mark is where the last call stood
+            trust = {"seen": self.stats_seen if self.config.update_normalization else None}
+        self.trust.load_state_dict(trust)
 
     # ------------------------------------------------------------ train
     def _update_stats(self, ds: PreferenceDataset) -> None:
@@ -171,10 +196,30 @@ class RewardTrainer:
         )  # fmt: skip
         self.stats_seen = int(ds.next_id)
 
+    @torch.no_grad()
+    def _score_fresh(self, ds: PreferenceDataset) -> None:
+        """Trust gate: the model as it stands (before this call trains or updates its input
+        normalisation) guesses the side of each label added since the last call; the outcomes
+        go to :attr:`trust`. Nothing is scored in the first call (no trained model yet)."""
+        idx = self.trust.take_new(ds)  # [n] the newest non-tied new labels
+        if self.calls == 0 or not len(idx) or ds.fragments is None:
+            return
+        used, inv = np.unique(ds.pairs[idx], return_inverse=True)
+        feats = encode_fragments(self.net, ds.fragments, used)
+        self.net.eval()
+        rews = self.net.score(gather(feats, torch.as_tensor(inv.reshape(-1, 2), device=self.net.device)))
+        p = torch.sigmoid(preference_logits(rews, self.config.discount)).mean(0)  # [n] ensemble-mean P(first)
+        side = np.sign(p.cpu().numpy() - 0.5)  # 0: no opinion, never right
+        self.trust.record(side == np.sign(ds.labels[idx] - 0.5))
+
     def train(
         self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0, unlabelled: Fragments | None = None
     ) -> dict[str, float]:
         """Fit the network to ``dataset``; returns metrics (also sent to the logger).
+
+        Pseudo-labels and the noise filter act only when the trust gate lets them: the model,
+        before this call trains, predicted enough of the newest real labels (see
+        ``RewardTrainerConfig.pseudo_min_accuracy``).
 
         Args:
             dataset: labelled pairs (at least one outside the validation split).
@@ -191,6 +236,9 @@ class RewardTrainer:
                 "the reward network's parameters were replaced after the trainer was built "
                 "(e.g. by .to(device) or .double()); build the RewardTrainer after moving the network"
             )
+        self._score_fresh(dataset)
+        pseudo_ok = self.calls > 0 and self.trust.trusts(c.pseudo_min_accuracy)
+        filter_ok = self.calls > 0 and self.trust.trusts(c.filter_min_accuracy)
         if c.update_normalization:
             self._update_stats(dataset)
         dev = net.device
@@ -220,11 +268,12 @@ class RewardTrainer:
         step = 0
         weight = torch.ones_like(labels)  # [N] 0 for labels the noise filter leaves out this epoch
         filtered = {"noise_dropped": 0.0, "noise_flipped": 0.0}
-        semi = self._unlabelled_features(unlabelled, dataset.fragments.length)
+        semi = self._unlabelled_features(unlabelled, dataset.fragments.length) if pseudo_ok else None
+        pseudo_on = c.pseudo_label_ratio > 0 and unlabelled is not None and len(unlabelled) >= 2
         n_u = max(1, round(c.pseudo_label_ratio * b))
         pseudo = torch.zeros(2, device=dev)  # [pairs drawn, pairs pseudo-labelled]
         while step < total_steps:
-            if c.noise_filter and self.calls > 0:
+            if c.noise_filter and filter_ok:
                 labels, weight, filtered = self._filter_noise(feats, pairs, dataset_labels, train_idx)
             if per_member:
                 order = torch.argsort(torch.rand(e, n, generator=self.generator), dim=1).to(dev)
@@ -293,9 +342,10 @@ class RewardTrainer:
             "wall_s": wall,
             "comparisons_per_s": total_steps * b / wall,
             **(filtered if c.noise_filter else {}),
-            **(
-                {"pseudo_label_frac": (pseudo[1] / pseudo[0].clamp_min(1)).item()} if semi is not None else {}
-            ),
+            **({"pseudo_label_frac": (pseudo[1] / pseudo[0].clamp_min(1)).item()} if pseudo_on else {}),
+            **({} if self.trust.accuracy is None else {"fresh_accuracy": self.trust.accuracy}),
+            **({"pseudo_trusted": float(pseudo_ok)} if c.pseudo_label_ratio > 0 else {}),
+            **({"filter_trusted": float(filter_ok)} if c.noise_filter else {}),
         }
         if dataset.fragments.table_rews is not None:
             true = torch.as_tensor(dataset.fragments.returns(c.discount), device=dev)
