@@ -34,13 +34,21 @@ def _load(name: str) -> Any:
     return mod
 
 
-def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> str | None:
-    """The preset a result ran with; ``None`` for results with options beyond a preset."""
+NEXT_OBS = "reward.use_next_obs"
+"""The reward's inputs are a column of their own: s' became a default of the MLP reward, and
+results from before and after must not share a cell."""
+
+
+def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> tuple[str, bool] | None:
+    """The preset a result ran with and whether its reward read s'; ``None`` for results with
+    options beyond a preset."""
     if result.get("iterations", 14) != 14:
         return None
     name = result.get("method")  # results from before the presets ran with older defaults: left out
     opts = dict(result.get("loop_options") or {})
-    return name if name is not None and opts == presets.get(name) else None
+    next_obs = bool(result.get("reward_next_obs", opts.pop(NEXT_OBS, False)))
+    opts.pop(NEXT_OBS, None)
+    return (name, next_obs) if name is not None and opts == presets.get(name) else None
 
 
 def cell(scores: list[float]) -> str:
@@ -52,24 +60,26 @@ def cell(scores: list[float]) -> str:
 def rows(
     results: list[dict[str, Any]], presets: dict[str, dict[str, object]]
 ) -> dict[tuple, dict[str, list]]:
-    """``{(env, teacher, labels, steps): {method: per-seed scores}}``."""
+    """``{(env, teacher, labels, steps, reads s'): {method: per-seed scores}}``."""
     out: dict[tuple, dict[str, list]] = {}
     for r in results:
-        m = method_of(r, presets)
-        if m is None:
+        got = method_of(r, presets)
+        if got is None:
             continue
-        key = (r["env"], r.get("teacher", "oracle"), r["labels"], r["steps"])
+        m, next_obs = got
+        key = (r["env"], r.get("teacher", "oracle"), r["labels"], r["steps"], next_obs)
         out.setdefault(key, {})[m] = list(r["scores"])
     return out
 
 
 def table(grid: dict[tuple, dict[str, list]], methods: list[str]) -> str:
     used = [m for m in methods if any(m in v for v in grid.values())]
-    head = "| environment | teacher | labels | steps | " + " | ".join(used) + " |"
-    lines = [head, "|" + "---|" * (4 + len(used))]
-    for (env, teacher, labels, steps), by in sorted(grid.items()):
+    head = "| environment | teacher | labels | steps | reward reads | " + " | ".join(used) + " |"
+    lines = [head, "|" + "---|" * (5 + len(used))]
+    for (env, teacher, labels, steps, next_obs), by in sorted(grid.items()):
         cells = [cell(by[m]) if m in by else "" for m in used]
-        lines.append(f"| {env} | {teacher} | {labels} | {steps:,} | " + " | ".join(cells) + " |")
+        reads = "s, a, s'" if next_obs else "s, a"
+        lines.append(f"| {env} | {teacher} | {labels} | {steps:,} | {reads} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -79,19 +89,21 @@ def plot(grid: dict[tuple, dict[str, list]], methods: list[str], path: Path) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = sorted({(env, teacher, steps) for env, teacher, _, steps in grid})
+    panels = sorted({(env, teacher, steps) for env, teacher, _, steps, _ in grid})
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
     for ax, (env, teacher, steps) in zip(axes[0], panels):
         for k, m in enumerate(methods):
-            pts = sorted((lab, by[m]) for (e, t, lab, s), by in grid.items()
-                         if (e, t, s) == (env, teacher, steps) and m in by)  # fmt: skip
-            if not pts:
-                continue
-            x = [p[0] for p in pts]
-            med = [float(np.median(p[1])) for p in pts]
-            lo = [med[i] - min(p[1]) for i, p in enumerate(pts)]
-            hi = [max(p[1]) - med[i] for i, p in enumerate(pts)]
-            ax.errorbar(x, med, yerr=[lo, hi], marker="os^Dvpx*"[k % 8], capsize=3, label=m, color=f"C{k}")
+            for nxt in (False, True):  # dashed: reward on (s, a); solid: on (s, a, s')
+                pts = sorted((lab, by[m]) for (e, t, lab, s, n), by in grid.items()
+                             if (e, t, s, n) == (env, teacher, steps, nxt) and m in by)  # fmt: skip
+                if not pts:
+                    continue
+                x = [p[0] for p in pts]
+                med = [float(np.median(p[1])) for p in pts]
+                lo = [med[i] - min(p[1]) for i, p in enumerate(pts)]
+                hi = [max(p[1]) - med[i] for i, p in enumerate(pts)]
+                ax.errorbar(x, med, yerr=[lo, hi], marker="os^Dvpx*"[k % 8], capsize=3, color=f"C{k}",
+                            ls="-" if nxt else "--", label=f"{m} (s')" if nxt else m)  # fmt: skip
         ax.axhline(0.9, color="grey", ls="--", lw=0.8)
         ax.axhline(0.0, color="grey", lw=0.5)
         ax.set_xscale("log")

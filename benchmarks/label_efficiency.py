@@ -243,6 +243,10 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     wall_o = float(np.mean([train_wall(v) for v in oracle.values()]))
     cpu = {k: [v["cpu_s"] for v in d.values() if "cpu_s" in v] for k, d in (("l", learned), ("o", oracle))}
     cpu_ratio = float(np.mean(cpu["l"]) / np.mean(cpu["o"])) if cpu["l"] and cpu["o"] else None
+    extra: dict[str, object] = {}
+    next_obs = {reward_reads_next_obs(out / f"learned-seed{s}") for s in seeds}
+    if len(next_obs) == 1 and None not in next_obs:  # what the learned runs resolved (auto included)
+        extra["reward_next_obs"] = next_obs.pop()
     return {
         "seeds": seeds, "median_normalized_score": float(np.median(scores)), "scores": scores,
         "learned_returns": [learned[s]["return"] for s in seeds],
@@ -250,8 +254,18 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
         "learned_return": float(np.mean([learned[s]["return"] for s in seeds])),
         "oracle_return": oracle_mean, "random_return": random_ret,
         "learned_train_wall_s": wall_l, "oracle_train_wall_s": wall_o, "wall_ratio": wall_l / wall_o,
-        "cpu_ratio": cpu_ratio,
+        "cpu_ratio": cpu_ratio, **extra,
     }  # fmt: skip
+
+
+def reward_reads_next_obs(run: Path) -> bool | None:
+    """Whether a learned run's reward read s' (its config.json, ``auto`` resolved); ``None``
+    when the run directory is gone or predates the option being recorded."""
+    try:
+        value = json.loads((run / "config.json").read_text())["reward"].get("use_next_obs")
+    except (OSError, ValueError, KeyError):
+        return None
+    return None if value is None else bool(value)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,7 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
     res = _last_json(capsys)
     assert res["seeds"] == [0, 1] and len(res["scores"]) == 2 and "median_normalized_score" in res
     assert (res["iterations"], res["labels"], res["steps"], res["agent"]) == (2, 4, 600, "sac")
+    assert res["reward_next_obs"] is True  # the runs' resolved reward inputs (auto: s' for the MLP)
     out = tmp_path / "Pendulum-v1-sac-oracle-4l-600s-iterations=2"
     assert json.loads((out / "result.json").read_text()) == res
     for s in (0, 1):
