@@ -23,7 +23,7 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecTransposeImage, is_vecenv_wrapped
 
-from prefrl.agents.policies import resolve_policy
+from prefrl.agents.policies import check_cnn, cnn_policy_kwargs, resolve_policy
 from prefrl.agents.replay import HybridDictReplayBuffer, HybridReplayBuffer
 from prefrl.data.trajectories import load_npz_checked
 from prefrl.envs.atari import is_atari_id, make_atari_env, register_ale, use_atari_preprocessing
@@ -48,6 +48,10 @@ class AgentConfig:
     policy: str = "auto"
     """SB3 policy: auto (CnnPolicy for uint8 images, MultiInputPolicy for Dict observations,
     MlpPolicy otherwise), MlpPolicy, CnnPolicy or MultiInputPolicy."""
+    cnn: Literal["auto", "nature", "spatial"] = "auto"
+    """Image feature extractor of a CnnPolicy: nature (SB3's Nature CNN), spatial (keypoints: 3x3
+    convolutions and each channel's soft-argmax, for small images of objects) or auto: spatial for
+    images up to 64 px a side with the sb3 backend, nature otherwise (sbx keeps its own CNN)."""
     learning_rate: float = 1e-3
     """Learning rate of the policy and value networks."""
     gamma: float = 0.99
@@ -88,6 +92,7 @@ class AgentConfig:
             raise ValueError(f"agent extra must be a JSON object, got {self.extra!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown agent backend {self.backend!r}; choose from {list(BACKENDS)}")
+        check_cnn(self.cnn, self.backend)
         if self.backend == "sbx" and self.algo not in (AUTO, *SBX_ALGOS):
             raise ValueError(f"the sbx backend has no {self.algo!r} agent; choose from {list(SBX_ALGOS)}")
         if not 0.0 <= self.hybrid_replay <= 1.0 or self.hybrid_replay_window < 1:
@@ -235,9 +240,12 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts
         if config.algo == "ppo":
             kwargs.update(batch_size=config.batch_size)
     kwargs.update(json.loads(config.extra))
+    policy = resolve_policy(config.policy, venv.observation_space)
+    if policy == "CnnPolicy":
+        kwargs["policy_kwargs"].update(cnn_policy_kwargs(config.cnn, venv.observation_space, config.backend))
     try:
         cls = agent_class(config.algo, config.backend)
-        return cls(resolve_policy(config.policy, venv.observation_space), venv, **kwargs)
+        return cls(policy, venv, **kwargs)
     except TypeError as e:
         raise ValueError(f"bad hyperparameters for {config.algo}: {e}") from e
 

@@ -1,0 +1,61 @@
+"""The agent's image feature extractor (``--agent.cnn``): keypoints for small images."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+import prefrl  # noqa: F401  (registers prefrl/MovingDot-v0)
+from prefrl.agents.policies import SpatialSoftmaxCNN, check_cnn, resolve_cnn
+from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+
+
+def image(shape: tuple[int, ...]) -> spaces.Box:
+    return spaces.Box(0, 255, shape, np.uint8)
+
+
+@pytest.mark.parametrize(
+    ("shape", "backend", "want"),
+    [((40, 40, 3), "sb3", "spatial"), ((3, 64, 64), "sb3", "spatial"), ((4, 84, 84), "sb3", "nature"),
+     ((40, 40, 3), "sbx", "nature"), ((3,), "sb3", "nature")],
+)  # fmt: skip
+def test_auto_extractor_is_chosen_by_image_size_and_backend(
+    shape: tuple[int, ...], backend: str, want: str
+) -> None:
+    space = image(shape) if len(shape) == 3 else spaces.Box(-1.0, 1.0, shape)
+    assert resolve_cnn("auto", space, backend) == want
+    assert resolve_cnn("nature", space, backend) == "nature"
+
+
+def test_bad_or_unbuildable_extractor_is_refused_with_the_option_named() -> None:
+    with pytest.raises(ValueError, match=r"unknown --agent\.cnn 'resnet'"):
+        check_cnn("resnet")
+    with pytest.raises(ValueError, match=r"--agent\.cnn spatial is a PyTorch extractor"):
+        AgentConfig(backend="sbx", cnn="spatial")
+
+
+def test_keypoint_extractor_reads_where_the_dot_is() -> None:
+    space = image((3, 40, 40))
+    ext = SpatialSoftmaxCNN(space, features_dim=16)
+    x = torch.zeros(2, 3, 40, 40)
+    x[0, 0, 4:7, 4:7] = 1.0
+    x[1, 0, 30:33, 30:33] = 1.0
+    out = ext(x)
+    assert out.shape == (2, 16) and not torch.allclose(out[0], out[1])
+
+
+def test_ppo_on_the_moving_dot_trains_the_keypoint_extractor() -> None:
+    venv = make_vec_env("prefrl/MovingDot-v0", 1)
+    agent = make_agent(AgentConfig(algo="ppo", n_steps=128, batch_size=64), venv, seed=0)
+    ext = agent.policy.features_extractor
+    assert isinstance(ext, SpatialSoftmaxCNN)
+    before = {k: v.clone() for k, v in ext.named_parameters()}
+    agent.learn(total_timesteps=256)
+    assert all(not torch.equal(v, before[k]) for k, v in ext.named_parameters())
+    nature = make_agent(AgentConfig(algo="ppo", n_steps=128, batch_size=64, cnn="nature"), venv, seed=0)
+    assert not isinstance(nature.policy.features_extractor, SpatialSoftmaxCNN)
+    obs = venv.reset()
+    assert gym.spaces.Discrete(5).contains(int(agent.predict(obs, deterministic=True)[0][0]))
