@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -10,7 +16,7 @@ from gymnasium import spaces
 
 import prefrl  # noqa: F401  (registers prefrl/MovingDot-v0)
 from prefrl.agents.policies import SpatialSoftmaxCNN, check_cnn, resolve_cnn
-from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+from prefrl.agents.sb3 import AgentConfig, load_agent, make_agent, make_vec_env
 
 
 def image(shape: tuple[int, ...]) -> spaces.Box:
@@ -19,8 +25,9 @@ def image(shape: tuple[int, ...]) -> spaces.Box:
 
 @pytest.mark.parametrize(
     ("shape", "backend", "want"),
-    [((40, 40, 3), "sb3", "spatial"), ((3, 64, 64), "sb3", "spatial"), ((4, 84, 84), "sb3", "nature"),
-     ((40, 40, 3), "sbx", "nature"), ((3,), "sb3", "nature")],
+    [((40, 40, 3), "sb3", "spatial"), ((3, 64, 64), "sb3", "spatial"), ((3, 65, 65), "sb3", "nature"),
+     ((4, 84, 84), "sb3", "nature"), ((84, 84, 3), "sb3", "nature"), ((40, 40, 3), "sbx", "nature"),
+     ((3,), "sb3", "nature")],
 )  # fmt: skip
 def test_auto_extractor_is_chosen_by_image_size_and_backend(
     shape: tuple[int, ...], backend: str, want: str
@@ -59,3 +66,48 @@ def test_ppo_on_the_moving_dot_trains_the_keypoint_extractor() -> None:
     assert not isinstance(nature.policy.features_extractor, SpatialSoftmaxCNN)
     obs = venv.reset()
     assert gym.spaces.Discrete(5).contains(int(agent.predict(obs, deterministic=True)[0][0]))
+
+
+def test_vector_observations_keep_the_plain_mlp_policy() -> None:
+    venv = make_vec_env("CartPole-v1", 1)
+    agent = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32, cnn="spatial"), venv, seed=0)
+    assert type(agent.policy).__name__ == "ActorCriticPolicy"  # MlpPolicy
+    assert not isinstance(agent.policy.features_extractor, SpatialSoftmaxCNN)
+    assert "features_extractor_class" not in agent.policy_kwargs
+
+
+@pytest.mark.parametrize("algo", ["a2c", "dqn"])
+def test_other_pixel_agents_get_the_keypoint_extractor(algo: str) -> None:
+    venv = make_vec_env("prefrl/MovingDot-v0", 1)
+    agent = make_agent(AgentConfig(algo=algo, n_steps=16, buffer_size=100), venv, seed=0)
+    nets = [agent.policy.q_net, agent.policy.q_net_target] if algo == "dqn" else [agent.policy]
+    assert all(isinstance(n.features_extractor, SpatialSoftmaxCNN) for n in nets)
+
+
+def test_saved_keypoint_policy_loads_and_acts_the_same(tmp_path: Path) -> None:
+    venv = make_vec_env("prefrl/MovingDot-v0", 1, seed=3)
+    agent = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32), venv, seed=0)
+    agent.save(str(tmp_path / "policy.zip"))
+    loaded = load_agent("ppo", tmp_path / "policy.zip", venv)
+    assert isinstance(loaded.policy.features_extractor, SpatialSoftmaxCNN)
+    obs = np.stack([venv.reset() for _ in range(4)])[:, 0]  # [4, H, W, C]
+    np.testing.assert_array_equal(
+        agent.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0]
+    )
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sbx") is None, reason='needs pip install "prefrl[sbx]"')
+def test_sbx_keeps_its_own_cnn_on_small_images() -> None:
+    """In a child process, as in test_sbx_backend.py: JAX must not be loaded in a pytest process
+    that later forks."""
+    code = """
+        import prefrl, sbx
+        from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+        agent = make_agent(AgentConfig(backend="sbx"), make_vec_env("prefrl/MovingDot-v0", 1), seed=0)
+        print(type(agent) is sbx.PPO, type(agent.policy).__name__, sorted(agent.policy_kwargs))
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["True", "CnnPolicy", "['net_arch']"]
