@@ -169,3 +169,34 @@ def test_resume_takes_back_answers_a_killed_trainer_took_and_tidies_its_leftover
     assert set(os.listdir(clip_dir)) == stored | {f"r{killed.run_id + 1}-{'1' * 32}.webm"}
     assert PreferenceDataset.load(run / "preferences.npz").answer_keys.tolist() == [1, 2]
     assert loop._poll(all=True) == 0  # a second take-back adds nothing twice
+
+
+def test_a_run_from_before_an_option_existed_resumes_and_a_foreign_checkpoint_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A run whose config.json predates an option (here ``agent.cnn``) resumes: its checkpoints
+    hold the hash of the file as written, not of today's defaults. A checkpoint from another
+    config is still refused."""
+    import json
+
+    from prefrl.cli.main import main
+    from prefrl.storage.checkpoint import config_hash
+    from prefrl.training.run_config import IGNORED_ON_RESUME
+
+    run = tmp_path / "run"
+    assert main(["train", "--run-dir", str(run), *ARGS]) == 0
+    cfg = json.loads((run / "config.json").read_text())
+    del cfg["agent"]["cnn"]  # as an older prefrl wrote it
+    (run / "config.json").write_text(json.dumps(cfg))
+    ckpt = run / "checkpoints" / (run / "checkpoints" / "LATEST").read_text().strip()
+    state = json.loads((ckpt / "state.json").read_text())
+    state["config_hash"] = config_hash({k: v for k, v in cfg.items() if k not in IGNORED_ON_RESUME})
+    (ckpt / "state.json").write_text(json.dumps(state))
+    report = run / "report.json"
+    report.unlink()
+    assert main(["train", "--resume", str(run)]) == 0
+    assert json.loads(report.read_text())["resumed"]
+
+    state["config_hash"] = "0123456789abcdef"  # a checkpoint written under another config
+    (ckpt / "state.json").write_text(json.dumps(state))
+    assert main(["train", "--resume", str(run)]) == 2

@@ -32,7 +32,7 @@ from prefrl.agents.sb3 import (
 )
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
-from prefrl.storage.checkpoint import config_hash, write_json
+from prefrl.storage.checkpoint import config_hash, read_json, write_json
 from prefrl.teachers.spec import AnyTeacher, make_teacher
 from prefrl.training.callbacks import ProgressBar
 from prefrl.training.config import TIE_HINT, TIE_WARN, check_selection, tie_fraction
@@ -82,7 +82,12 @@ def prepare_run_dir(cfg: TrainConfig) -> Path:
 
 
 def _hash(cfg: TrainConfig) -> str:
-    return config_hash({k: v for k, v in config_to_dict(cfg).items() if k not in IGNORED_ON_RESUME})
+    """The config hash checkpoints carry. A resumed run hashes its ``config.json`` as written
+    when the run began, not the config filled in from today's defaults: a run made before an
+    option existed resumes (its checkpoints hold the hash of the file), and the command line
+    cannot change the stored values anyway (:func:`~prefrl.training.run_config.parse_args`)."""
+    stored = read_json(Path(cfg.resume) / "config.json", "run config") if cfg.resume else config_to_dict(cfg)
+    return config_hash({k: v for k, v in stored.items() if k not in IGNORED_ON_RESUME})
 
 
 @dataclass
