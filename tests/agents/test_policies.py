@@ -68,6 +68,19 @@ def test_ppo_on_the_moving_dot_trains_the_keypoint_extractor() -> None:
     assert gym.spaces.Discrete(5).contains(int(agent.predict(obs, deterministic=True)[0][0]))
 
 
+def test_images_too_small_for_the_nature_cnn_get_keypoints_not_an_mlp() -> None:
+    """A 16x16 moving dot: SB3's Nature CNN needs 36 px, the keypoint extractor reads it."""
+    venv = make_vec_env("prefrl/MovingDot-v0", 1, {"size": 16})
+    agent = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32), venv, seed=0)
+    assert isinstance(agent.policy.features_extractor, SpatialSoftmaxCNN)
+    before = {k: v.clone() for k, v in agent.policy.features_extractor.named_parameters()}
+    agent.learn(total_timesteps=128)
+    ext = agent.policy.features_extractor
+    assert all(not torch.equal(v, before[k]) for k, v in ext.named_parameters())
+    nature = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32, cnn="nature"), venv, seed=0)
+    assert type(nature.policy.features_extractor).__name__ == "FlattenExtractor"  # MlpPolicy, as before
+
+
 def test_vector_observations_keep_the_plain_mlp_policy() -> None:
     venv = make_vec_env("CartPole-v1", 1)
     agent = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32, cnn="spatial"), venv, seed=0)

@@ -38,7 +38,8 @@ def image(shape: tuple[int, ...]) -> spaces.Box:
         (image((84, 84, 3)), "CnnPolicy"),
         (image((4, 84, 84)), "CnnPolicy"),
         (image((84, 84, 4)), "CnnPolicy"),
-        (image((16, 16, 3)), "MlpPolicy"),  # too small for SB3's Nature CNN
+        (image((16, 16, 3)), "CnnPolicy"),  # too small for SB3's Nature CNN: keypoints read it
+        (image((10, 10, 3)), "MlpPolicy"),  # too small for any extractor
         (spaces.Box(0.0, 1.0, (84, 84, 3), np.float32), "MlpPolicy"),  # not uint8: not an image
         (spaces.Box(-1.0, 1.0, (3,)), "MlpPolicy"),
         (spaces.Dict({"img": image((84, 84, 3)), "pos": spaces.Box(-1.0, 1.0, (2,))}), "MultiInputPolicy"),
@@ -47,6 +48,9 @@ def image(shape: tuple[int, ...]) -> spaces.Box:
 def test_auto_policy_follows_the_observation_space(space: spaces.Space, policy: str) -> None:
     assert resolve_policy("auto", space) == policy
     assert resolve_policy("MlpPolicy", space) == "MlpPolicy"  # an explicit choice is kept
+    if space == image((16, 16, 3)):  # SB3's own CNN cannot read it: SBX, or the Nature CNN asked for
+        assert resolve_policy("auto", space, "nature") == "MlpPolicy"
+        assert resolve_policy("auto", space, "auto", "sbx") == "MlpPolicy"
 
 
 def test_unknown_policy_is_a_clear_error() -> None:

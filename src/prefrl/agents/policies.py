@@ -27,13 +27,14 @@ MIN_CNN_SIDE = 36
 """Smallest image side SB3's ``CnnPolicy`` (Nature CNN: 8x8/4, 4x4/2, 3x3/1) accepts."""
 
 
-def resolve_policy(policy: str, obs_space: spaces.Space) -> str:
+def resolve_policy(policy: str, obs_space: spaces.Space, cnn: str = "auto", backend: str = "sb3") -> str:
     """The SB3 policy name for ``obs_space``: ``policy`` itself unless it is ``"auto"``.
 
     ``"auto"``: ``CnnPolicy`` for ``uint8`` images of rank 3 (HWC or CHW, frame stacks
-    included; SB3 transposes channel-last images itself) at least :data:`MIN_CNN_SIDE`
-    pixels high and wide (SB3's Nature CNN needs that much), ``MultiInputPolicy`` for
-    ``Dict`` spaces, ``MlpPolicy`` otherwise (smaller images included).
+    included; SB3 transposes channel-last images itself) that the extractor ``cnn`` resolves
+    to can read: at least :data:`MIN_CNN_SIDE` pixels high and wide for SB3's Nature CNN, at
+    least :data:`SPATIAL_MIN_SIDE` for the keypoint extractor; ``MultiInputPolicy`` for
+    ``Dict`` spaces, ``MlpPolicy`` otherwise (images too small for their extractor included).
     """
     if policy != "auto":
         if policy not in POLICIES:
@@ -45,7 +46,8 @@ def resolve_policy(policy: str, obs_space: spaces.Space) -> str:
         shape = obs_space.shape
         assert shape is not None
         h, w = shape[1:] if channels_first(shape) else shape[:2]
-        if min(h, w) >= MIN_CNN_SIDE:
+        spatial = resolve_cnn(cnn, obs_space, backend) == "spatial"
+        if min(h, w) >= (SPATIAL_MIN_SIDE if spatial else MIN_CNN_SIDE):
             return "CnnPolicy"
     return "MlpPolicy"
 
@@ -53,6 +55,8 @@ def resolve_policy(policy: str, obs_space: spaces.Space) -> str:
 CNNS = ("auto", "nature", "spatial")
 SPATIAL_MAX_SIDE = 64
 """``--agent.cnn auto`` gives images up to this many pixels a side the keypoint extractor."""
+SPATIAL_MIN_SIDE = 11
+"""Smallest image side the keypoint extractor accepts (3x3/2, 3x3, 3x3 leave a 1x1 grid)."""
 
 
 def check_cnn(cnn: str, backend: str = "sb3") -> None:

@@ -46,8 +46,9 @@ class AgentConfig:
     """Algorithm: auto (sac for continuous actions, ppo otherwise), sac | td3 (continuous) or
     dqn (discrete), off-policy with the replay buffer relabelled, or ppo | a2c (on-policy)."""
     policy: str = "auto"
-    """SB3 policy: auto (CnnPolicy for uint8 images, MultiInputPolicy for Dict observations,
-    MlpPolicy otherwise), MlpPolicy, CnnPolicy or MultiInputPolicy."""
+    """SB3 policy: auto (CnnPolicy for uint8 images its extractor can read: 36 px a side for the
+    Nature CNN, 11 for keypoints; MultiInputPolicy for Dict observations, MlpPolicy otherwise),
+    MlpPolicy, CnnPolicy or MultiInputPolicy."""
     cnn: Literal["auto", "nature", "spatial"] = "auto"
     """Image feature extractor of a CnnPolicy: nature (SB3's Nature CNN), spatial (keypoints: 3x3
     convolutions and each channel's soft-argmax, for small images of objects) or auto: spatial for
@@ -240,7 +241,7 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts
         if config.algo == "ppo":
             kwargs.update(batch_size=config.batch_size)
     kwargs.update(json.loads(config.extra))
-    policy = resolve_policy(config.policy, venv.observation_space)
+    policy = resolve_policy(config.policy, venv.observation_space, config.cnn, config.backend)
     if policy == "CnnPolicy":
         kwargs["policy_kwargs"].update(cnn_policy_kwargs(config.cnn, venv.observation_space, config.backend))
     try:
