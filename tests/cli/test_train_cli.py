@@ -49,6 +49,22 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
     assert "``" not in text  # no raw reStructuredText markup
 
 
+def test_help_rewraps_wrapped_docstring_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    """A docstring wrapped in the source is one paragraph in --help, rewrapped to the terminal:
+    not cut after the source line's last word ("... and report" / "its true return")."""
+    import re
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    lines = [re.sub(r"[│╭╰─╮╯]", "", x).strip() for x in capsys.readouterr().out.splitlines()]
+    at = next(i for i, x in enumerate(lines) if x.startswith("--final-agent-steps"))
+    assert lines[at + 1].startswith("After training, train a fresh agent"), lines[at : at + 4]
+    assert " ".join(lines[at + 1 : at + 4]).startswith(
+        "After training, train a fresh agent this many steps on the final learned reward and report its"
+    )
+    assert not any(x.startswith("its true return") for x in lines), "the source's line break was kept"
+
+
 @pytest.mark.parametrize(
     "command",
     [["train"], ["rollouts"], ["evaluate"], ["interpret"], ["interpret", "report"], ["interpret", "curves"],

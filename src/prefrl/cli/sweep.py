@@ -15,8 +15,8 @@ teacher. Everything lands under ``--out``:
 - ``score_vs_labels.png`` (seed range as a band) and ``wall_time.png``.
 
 ``ray.init()`` starts a local Ray on all cores (one cell per core) unless ``--address``
-names an existing cluster (``ray start --head`` on one machine, ``ray start
---address=HEAD:6379`` on the others; see docs/scale.md).
+names an existing cluster (``ray start --head`` on one machine,
+``ray start --address=HEAD:6379`` on the others; see docs/scale.md).
 """
 
 from __future__ import annotations
