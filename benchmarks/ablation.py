@@ -48,7 +48,13 @@ def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> 
     opts = dict(result.get("loop_options") or {})
     next_obs = bool(result.get("reward_next_obs", opts.pop(NEXT_OBS, False)))
     opts.pop(NEXT_OBS, None)
-    return (name, next_obs) if name is not None and opts == presets.get(name) else None
+    if name is None:
+        return None
+    if opts == presets.get(name):
+        return name, next_obs
+    # a preset's options given one by one (--loop active_selection=true) are that preset
+    same = [m for m, o in presets.items() if o == opts]
+    return (same[0], next_obs) if same else None
 
 
 def cell(scores: list[float]) -> str:

@@ -44,6 +44,8 @@ def test_table_has_a_column_per_method_and_a_row_per_setting(tmp_path: Path) -> 
     _result(tmp_path, "next", "baseline", {"reward.use_next_obs": True}, [0.7])
     _result(tmp_path, "next_auto", "surf", le.METHODS["surf"], [0.95], reward_next_obs=True)
     _result(tmp_path, "tuned", "surf", {**le.METHODS["surf"], "trainer.lr": 0.1}, [2.0])  # not the preset
+    # a preset's options passed with --loop (method "baseline" in the result) count as that preset
+    _result(tmp_path, "by_options", "baseline", {"trainer.noise_filter": True}, [0.6], labels=25)
     doc = tmp_path / "doc.md"
     doc.write_text(f"# B\n\n{ab.START}\nold table\n{ab.END}\n\nafter\n")
     assert ab.main([str(tmp_path), "--write", str(doc), "--plot", str(tmp_path / "p.png")]) == 0
@@ -52,11 +54,12 @@ def test_table_has_a_column_per_method_and_a_row_per_setting(tmp_path: Path) -> 
     lines = text.split(ab.START)[1].split(ab.END)[0].strip().splitlines()
     assert lines[0] == "| environment | teacher | labels | steps | reward reads | baseline | surf | rime |"
     assert lines[2] == "| HalfCheetah-v5 | mistake | 100 | 100,000 | s, a |  |  | **0.80** n=1 |"
-    assert lines[3] == ("| HalfCheetah-v5 | oracle | 50 | 100,000 | s, a | **0.40** (0.20–0.50) n=3 "
+    assert lines[3] == "| HalfCheetah-v5 | oracle | 25 | 100,000 | s, a |  |  | **0.60** n=1 |"
+    assert lines[4] == ("| HalfCheetah-v5 | oracle | 50 | 100,000 | s, a | **0.40** (0.20–0.50) n=3 "
                         "| **0.90** (0.70–1.10) n=3 |  |")  # fmt: skip
     # s' (named as an option, or resolved by the runs and recorded) is a row of its own
     want = "| HalfCheetah-v5 | oracle | 50 | 100,000 | s, a, s' | **0.70** n=1 | **0.95** n=1 |  |"
-    assert lines[4] == want
+    assert lines[5] == want
     assert (tmp_path / "p.png").stat().st_size > 1000
     with pytest.raises(SystemExit, match="markers"):
         ab.write_into(tmp_path / "a" / "result.json", "x")
