@@ -10,6 +10,7 @@ budget, one line per environment, with each seed's score as a dot.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -32,13 +33,28 @@ def load_results(root: Path) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: (r["env"], options(r), r["labels"], r["steps"]))
 
 
+@functools.cache
+def _presets() -> dict[str, dict[str, object]]:
+    """label_efficiency.py's technique presets (``METHODS``), loaded from beside this file."""
+    import importlib.util
+
+    here = Path(__file__).with_name("label_efficiency.py")
+    spec = importlib.util.spec_from_file_location("label_efficiency", here)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.METHODS
+
+
 def options(result: dict[str, Any]) -> str:
     """The options a result was run with, as ``name=value`` text (empty for defaults): a
     technique preset by name, a teacher other than the oracle, explicit options."""
     method = result.get("method", "baseline")
-    named = {} if method != "baseline" else dict(result.get("loop_options") or {})
-    if method != "baseline":
-        named["method"] = method  # a preset of label_efficiency.py (its options are in the result)
+    named = dict(result.get("loop_options") or {})
+    if method != "baseline":  # a preset of label_efficiency.py by name, plus what was set beside it
+        preset = _presets().get(method, {})
+        named = {k: v for k, v in named.items() if k not in preset or preset[k] != v}
+        named["method"] = method
     if result.get("teacher", "oracle") != "oracle":
         named["teacher"] = result["teacher"]
     if result.get("iterations", 14) != 14:
