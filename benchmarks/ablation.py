@@ -96,8 +96,12 @@ def plot(grid: dict[tuple, dict[str, list]], methods: list[str], path: Path) -> 
     import matplotlib.pyplot as plt
 
     panels = sorted({(env, teacher, steps) for env, teacher, _, steps, _ in grid})
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
-    for ax, (env, teacher, steps) in zip(axes[0], panels):
+    cols = min(3, len(panels))  # a grid, not one long row
+    n_rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(n_rows, cols, figsize=(4.6 * cols, 3.8 * n_rows), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (env, teacher, steps) in zip(axes.flat, panels):
         for k, m in enumerate(methods):
             for nxt in (False, True):  # dashed: reward on (s, a); solid: on (s, a, s')
                 pts = sorted((lab, by[m]) for (e, t, lab, s, n), by in grid.items()
