@@ -143,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", type=Path, default=None, help="write the score-vs-labels plot here (.png)")
     p.add_argument("--write", type=Path, default=None, help="put the table into this Markdown file")
     a = p.parse_args(argv)
-    presets = _load("label_efficiency").METHODS
-    grid = rows(_load("summarize").load_results(a.results), presets)
+    summarize = _load("summarize")
+    presets = summarize.presets()  # label_efficiency.py's METHODS, loaded once
+    grid = rows(summarize.load_results(a.results), presets)
     if not grid:
         raise SystemExit(f"{a.results}: no results of a technique preset")
     text = table(grid, list(presets))

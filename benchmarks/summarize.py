@@ -34,7 +34,7 @@ def load_results(root: Path) -> list[dict[str, Any]]:
 
 
 @functools.cache
-def _presets() -> dict[str, dict[str, object]]:
+def presets() -> dict[str, dict[str, object]]:
     """label_efficiency.py's technique presets (``METHODS``), loaded from beside this file."""
     import importlib.util
 
@@ -52,7 +52,7 @@ def options(result: dict[str, Any]) -> str:
     method = result.get("method", "baseline")
     named = dict(result.get("loop_options") or {})
     if method != "baseline":  # a preset of label_efficiency.py by name, plus what was set beside it
-        preset = _presets().get(method, {})
+        preset = presets().get(method, {})
         named = {k: v for k, v in named.items() if k not in preset or preset[k] != v}
         named["method"] = method
     if result.get("teacher", "oracle") != "oracle":
