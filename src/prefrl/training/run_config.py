@@ -93,7 +93,7 @@ class RewardNetConfig:
     use_next_obs: OptBool = None
     """Reward reads the next observation s' (CNN: stacked onto the current image along channels). None
     (auto): on for the MLP, off for the CNN, written to config.json as the one chosen. Measured with the
-    MLP: HalfCheetah-v5 50 labels 0.60 -> 0.75, Hopper-v5 100 labels 0.91 -> 1.51 (docs/benchmarks.md)."""
+    MLP: HalfCheetah-v5 50 labels 0.60 -> 0.73, Hopper-v5 100 labels 0.91 -> 1.02 (docs/benchmarks.md)."""
     use_done: bool = False
     """Reward reads the terminal flag."""
     output: Literal["auto", "linear", "tanh"] = "auto"
