@@ -69,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         choices=["both", "learned", "oracle"],
         help="run only one side (to spread the runs over processes or clusters; combine with --combine)",
     )
-    p.add_argument("--combine", action="store_true", help="only combine the per-seed results found in --out")
+    p.add_argument("--combine", action="store_true",
+                   help="only combine the per-seed results found in --out (a learned seed without its "
+                        "true-reward result gets a copy of one found under --out, as runs do)")  # fmt: skip
     p.add_argument("--address", default=None, metavar="HOST:PORT",
                    help="run on an existing Ray cluster (ray start --head prints its address; --out must be "
                         "a folder every node can write); default: a new local Ray on all cores")  # fmt: skip
@@ -98,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     suffix = "".join(f"-{k}={v}" for k, v in sorted(named.items()))
     out = Path(a.out) / f"{a.env}-{a.agent}-{a.teacher}-{a.labels}l-{a.steps}s{suffix}"
     random_ret = float(evaluate_returns(a.env, None, a.eval_episodes).mean())
-    if not a.combine:
+    if a.combine:
+        adopt_oracles(out, Path(a.out), a.env, a.agent, a.steps)
+    else:
         failed = run_seeds(a, out)
         if failed:
             print(f"{out}: {len(failed)} run(s) failed ({', '.join(failed)}; errors in seed*-error.txt); "
@@ -182,6 +186,22 @@ def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int) -> Path
     """
     found = sorted(root.glob(f"{env}-{agent}-*-*l-{steps}s*/seed{seed}-oracle.json"))
     return found[0] if found else None
+
+
+def adopt_oracles(out: Path, root: Path, env: str, agent: str, steps: int) -> list[int]:
+    """Copy into ``out`` the true-reward result of each learned seed there that has none, from
+    any benchmark directory under ``root`` (:func:`find_oracle`), so ``--combine`` scores runs
+    whose oracle was trained for another budget or option set; returns the seeds adopted."""
+    adopted = []
+    for learned in sorted(out.glob("seed*-learned.json")):
+        seed = int(learned.name[4:].split("-")[0])
+        target = out / f"seed{seed}-oracle.json"
+        found = None if target.exists() else find_oracle(root, env, agent, steps, seed)
+        if found is not None:
+            target.write_bytes(found.read_bytes())
+            print(f"seed {seed}: oracle reused from {found.parent.name}", file=sys.stderr, flush=True)
+            adopted.append(seed)
+    return adopted
 
 
 def run_seeds(a: argparse.Namespace, out: Path) -> list[str]:

@@ -133,3 +133,27 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
     assert json.loads((out / "learned-seed1/report.json").read_text())["resumed"] is True
     assert le.main([*args, "--combine"]) == 0
     assert len(_last_json(capsys)["scores"]) == 2
+
+
+def test_combine_adopts_an_oracle_found_elsewhere(tmp_path: Path, capsys) -> None:
+    """--combine gives a learned seed without a true-reward result a copy of one found under --out."""
+    le = _module()
+    shutil.copytree(COMMITTED, tmp_path / COMMITTED.name, ignore=shutil.ignore_patterns("learned-seed*"))
+    new = tmp_path / "Pendulum-v1-sac-oracle-10l-15000s-active_selection=True"
+    new.mkdir()
+    shutil.copy(COMMITTED / "seed1-learned.json", new / "seed1-learned.json")  # learned only, seed 1
+    args = ["--env", "Pendulum-v1", "--labels", "10", "--steps", "15000", "--seeds", "3",
+            "--eval-episodes", "1", "--out", str(tmp_path), "--loop", "active_selection=true",
+            "--combine"]  # fmt: skip
+    assert le.main(args) == 0
+    assert sorted(p.name for p in new.iterdir()) == ["result.json", "seed1-learned.json", "seed1-oracle.json"]
+    assert (new / "seed1-oracle.json").read_bytes() == (COMMITTED / "seed1-oracle.json").read_bytes()
+    res = _last_json(capsys)
+    oracle = json.loads((COMMITTED / "seed1-oracle.json").read_text())["return"]
+    assert res["seeds"] == [1] and res["oracle_returns"] == [oracle]
+    empty = tmp_path / "Pendulum-v1-sac-oracle-10l-30000s"  # no learned result: nothing to adopt or score
+    empty.mkdir()
+    with pytest.raises(SystemExit, match="need at least one learned and one oracle"):
+        le.main(["--env", "Pendulum-v1", "--labels", "10", "--steps", "30000", "--seeds", "1",
+                 "--eval-episodes", "1", "--out", str(tmp_path), "--combine"])  # fmt: skip
+    assert list(empty.iterdir()) == []
