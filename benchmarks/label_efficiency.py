@@ -188,20 +188,21 @@ def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int) -> Path
     return found[0] if found else None
 
 
-def adopt_oracles(out: Path, root: Path, env: str, agent: str, steps: int) -> list[int]:
+def seed_of(result: Path) -> int:
+    """The seed of a per-seed result file, ``seed<k>-<side>.json`` -> ``k``."""
+    return int(result.name[4:].split("-")[0])
+
+
+def adopt_oracles(out: Path, root: Path, env: str, agent: str, steps: int) -> None:
     """Copy into ``out`` the true-reward result of each learned seed there that has none, from
     any benchmark directory under ``root`` (:func:`find_oracle`), so ``--combine`` scores runs
-    whose oracle was trained for another budget or option set; returns the seeds adopted."""
-    adopted = []
-    for learned in sorted(out.glob("seed*-learned.json")):
-        seed = int(learned.name[4:].split("-")[0])
+    whose oracle was trained for another budget or option set."""
+    for seed in map(seed_of, sorted(out.glob("seed*-learned.json"))):
         target = out / f"seed{seed}-oracle.json"
         found = None if target.exists() else find_oracle(root, env, agent, steps, seed)
         if found is not None:
             target.write_bytes(found.read_bytes())
             print(f"seed {seed}: oracle reused from {found.parent.name}", file=sys.stderr, flush=True)
-            adopted.append(seed)
-    return adopted
 
 
 def run_seeds(a: argparse.Namespace, out: Path) -> list[str]:
@@ -249,10 +250,7 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     """Scores from every ``seed<k>-learned.json`` / ``seed<k>-oracle.json`` in ``out``."""
 
     def load(side: str) -> dict[int, dict[str, float]]:
-        return {
-            int(p.name[4:].split("-")[0]): json.loads(p.read_text())
-            for p in sorted(out.glob(f"seed*-{side}.json"))
-        }
+        return {seed_of(p): json.loads(p.read_text()) for p in sorted(out.glob(f"seed*-{side}.json"))}
 
     learned, oracle = load("learned"), load("oracle")
     if not learned or not oracle:
