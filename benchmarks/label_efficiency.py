@@ -264,7 +264,7 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     cpu = {k: [v["cpu_s"] for v in d.values() if "cpu_s" in v] for k, d in (("l", learned), ("o", oracle))}
     cpu_ratio = float(np.mean(cpu["l"]) / np.mean(cpu["o"])) if cpu["l"] and cpu["o"] else None
     extra: dict[str, object] = {}
-    next_obs = {reward_reads_next_obs(out / f"learned-seed{s}") for s in seeds}
+    next_obs = {learned[s].get("reward_next_obs", reward_reads_next_obs(out / f"learned-seed{s}")) for s in seeds}
     if len(next_obs) == 1 and None not in next_obs:  # what the learned runs resolved (auto included)
         extra["reward_next_obs"] = next_obs.pop()
     return {
@@ -279,8 +279,9 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
 
 
 def reward_reads_next_obs(run: Path) -> bool | None:
-    """Whether a learned run's reward read s' (its config.json, ``auto`` resolved); ``None``
-    when the run directory is gone or predates the option being recorded."""
+    """Whether a learned run's reward read s' (its config.json, ``auto`` resolved), for per-seed
+    results written before they recorded it themselves; ``None`` when the run directory is gone
+    or predates the option being recorded."""
     try:
         value = json.loads((run / "config.json").read_text())["reward"].get("use_next_obs")
     except (OSError, ValueError, KeyError):

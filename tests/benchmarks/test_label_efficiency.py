@@ -112,6 +112,8 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
         ).exists()
         learned = json.loads((out / f"seed{s}-learned.json").read_text())
         assert learned["labels_used"] == 4 and learned["cell"]["seed"] == s
+        # each seed's result names the reward's resolved settings, without its run directory
+        assert learned["reward_next_obs"] is True and learned["reward_output"] == "linear"
     before = _tree(tmp_path)
 
     t0 = time.perf_counter()
@@ -133,6 +135,10 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
     assert json.loads((out / "learned-seed1/report.json").read_text())["resumed"] is True
     assert le.main([*args, "--combine"]) == 0
     assert len(_last_json(capsys)["scores"]) == 2
+    for s in (0, 1):  # committed results travel without run directories: combine still names s'
+        shutil.rmtree(out / f"learned-seed{s}")
+    assert le.main([*args, "--combine"]) == 0
+    assert _last_json(capsys)["reward_next_obs"] is True
 
 
 def test_combine_adopts_an_oracle_found_elsewhere(tmp_path: Path, capsys) -> None:

@@ -201,7 +201,8 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
             cfg.agent.algo = c.agent
         rep = train(cfg)
         res = {"return": rep["true_return"], "train_wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
-               "labels_used": rep["labels_used"], "reward_accuracy": rep.get("reward_accuracy")}  # fmt: skip
+               "labels_used": rep["labels_used"], "reward_accuracy": rep.get("reward_accuracy"),
+               **resolved_reward(run)}  # fmt: skip
     else:
         agent_cfg = AgentConfig(algo=c.agent)
         ret, wall, cpu = train_on_true_reward(
@@ -216,6 +217,22 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
 
 
 # ------------------------------------------------------------------------ the driver
+def resolved_reward(run: Path) -> dict[str, Any]:
+    """What a learned run's reward read and output, as its config.json resolved the ``auto``
+    settings (``reward_next_obs``, ``reward_output``), so a per-seed result names them without
+    its run directory; empty where config.json lacks them."""
+    try:
+        reward = json.loads((run / "config.json").read_text())["reward"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    out: dict[str, Any] = {}
+    if reward.get("use_next_obs") is not None:
+        out["reward_next_obs"] = bool(reward["use_next_obs"])
+    if reward.get("output") not in (None, "auto"):
+        out["reward_output"] = reward["output"]
+    return out
+
+
 def _check_out(out: Path, sc: SweepConfig, options: dict[str, Any]) -> None:
     """Record the sweep's options in ``out/sweep.json``; refuse a different sweep there."""
     spec = {"format": SWEEP_FORMAT, "options": options, "steps": sc.steps, "eval_episodes": sc.eval_episodes}
