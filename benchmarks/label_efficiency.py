@@ -264,7 +264,8 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     cpu = {k: [v["cpu_s"] for v in d.values() if "cpu_s" in v] for k, d in (("l", learned), ("o", oracle))}
     cpu_ratio = float(np.mean(cpu["l"]) / np.mean(cpu["o"])) if cpu["l"] and cpu["o"] else None
     extra: dict[str, object] = {}
-    next_obs = {learned[s].get("reward_next_obs", reward_reads_next_obs(out / f"learned-seed{s}")) for s in seeds}
+    next_obs = {learned[s].get("reward_next_obs", reward_reads_next_obs(out / f"learned-seed{s}"))
+                for s in seeds}  # fmt: skip
     if len(next_obs) == 1 and None not in next_obs:  # what the learned runs resolved (auto included)
         extra["reward_next_obs"] = next_obs.pop()
     return {
