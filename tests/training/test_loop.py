@@ -221,6 +221,8 @@ def test_pretraining_exploration_mixing_and_active_selection(on: bool) -> None:
     assert ("labels/disagreement_chosen" in metrics) == on
     if on:
         assert metrics["labels/disagreement_chosen"] >= metrics["labels/disagreement_candidates"]
+        # Pendulum never terminates: no chosen clip runs into the absorbing state
+        assert metrics["labels/absorbing_share_chosen"] == metrics["labels/absorbing_share_candidates"] == 0.0
 
 
 class FrameCheckingTeacher:

@@ -312,8 +312,11 @@ class PreferenceLoop:
             active = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)
             scores = active.scores(frags, cand)
             chosen = active.top_k(scores, k)
+            ends = frags.reals[cand] < frags.length  # [m, 2]: clip runs into the absorbing state
             picked = {"labels/disagreement_chosen": float(scores[chosen].mean()),
-                      "labels/disagreement_candidates": float(scores.mean())}  # fmt: skip
+                      "labels/disagreement_candidates": float(scores.mean()),
+                      "labels/absorbing_share_chosen": float(ends[chosen].mean()),
+                      "labels/absorbing_share_candidates": float(ends.mean())}  # fmt: skip
         else:
             chosen = UniformSelector(self.rng).select(frags, cand, k)
         pairs = cand[chosen]
