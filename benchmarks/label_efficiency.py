@@ -137,7 +137,9 @@ METHODS: dict[str, dict[str, object]] = {
     "rime": {"trainer.noise_filter": True},
     "rune": {"exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5},
     "qpa": {"agent.hybrid_replay": 0.5},  # queries already come from the latest episodes
-    "active": {"active_selection": True},  # PEBBLE's disagreement query selection
+    "active": {"active_selection": True},  # disagreement query selection, variance of the members' logits
+    # PEBBLE's own measure: the std of the members' preference probabilities
+    "active_prob": {"active_selection": True, "uncertainty_measure": "probability"},
     "pretrain": {"pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration before the first query
     "all": {**SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5,
             "agent.hybrid_replay": 0.5},

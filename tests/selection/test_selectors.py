@@ -22,6 +22,17 @@ def test_measures_match_hand_computation():
     np.testing.assert_allclose(disagreement(logits, "entropy").numpy(), ent.numpy(), rtol=1e-5)
 
 
+def test_probability_measure_prefers_contested_order_over_large_return_gaps():
+    # pair 0: members agree clip 0 is far better, but on how much (logits 20 vs 40, as when a
+    # clip runs into a long absorbing tail); pair 1: members disagree on which clip is better
+    logits = torch.tensor([[20.0, 1.0], [40.0, -1.0]])  # [E=2, m=2]
+    by_logit = disagreement(logits, "logit").numpy()
+    by_prob = disagreement(logits, "probability").numpy()
+    assert by_logit[0] > by_logit[1]  # the logit variance chases the size of the gap
+    assert by_prob[1] > by_prob[0]  # the probability variance chases disagreement on the order
+    assert by_prob.max() <= 0.25  # bounded: one outlier pair cannot dominate every query
+
+
 def test_ensemble_logits_equal_per_pair_computation():
     f, _ = sample_fragments(make_batch([40, 40]), 30, 5, np.random.default_rng(0))
     net = MLPReward(OBS, ACT, ensemble_size=3)
