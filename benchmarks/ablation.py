@@ -45,7 +45,7 @@ def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> 
     if result.get("iterations", 14) != 14:
         return None
     name = result.get("method")  # results from before the presets ran with older defaults: left out
-    opts = dict(result.get("loop_options") or {})
+    opts = _load("summarize").loop_options(result)
     next_obs = bool(result.get("reward_next_obs", opts.pop(NEXT_OBS, False)))
     opts.pop(NEXT_OBS, None)
     if name is None:

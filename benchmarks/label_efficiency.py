@@ -137,9 +137,10 @@ METHODS: dict[str, dict[str, object]] = {
     "rime": {"trainer.noise_filter": True},
     "rune": {"exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5},
     "qpa": {"agent.hybrid_replay": 0.5},  # queries already come from the latest episodes
-    "active": {"active_selection": True},  # disagreement query selection, variance of the members' logits
-    # PEBBLE's own measure: the std of the members' preference probabilities
-    "active_prob": {"active_selection": True, "uncertainty_measure": "probability"},
+    # disagreement query selection by PEBBLE's measure, the spread of the members' probabilities
+    "active": {"active_selection": True, "uncertainty_measure": "probability"},
+    # the same by the variance of the members' logits (the measure's default before 2026-11-25)
+    "active_logit": {"active_selection": True, "uncertainty_measure": "logit"},
     "pretrain": {"pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration before the first query
     "all": {**SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5,
             "agent.hybrid_replay": 0.5},
@@ -270,6 +271,9 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
                 for s in seeds}  # fmt: skip
     if len(next_obs) == 1 and None not in next_obs:  # what the learned runs resolved (auto included)
         extra["reward_next_obs"] = next_obs.pop()
+    selection = {learned[s].get("query_selection") for s in seeds}
+    if len(selection) == 1 and None not in selection:  # uniform, or the disagreement measure
+        extra["query_selection"] = selection.pop()
     return {
         "seeds": seeds, "median_normalized_score": float(np.median(scores)), "scores": scores,
         "learned_returns": [learned[s]["return"] for s in seeds],

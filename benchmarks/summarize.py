@@ -46,11 +46,34 @@ def presets() -> dict[str, dict[str, object]]:
     return mod.METHODS
 
 
+LEGACY_MEASURE = "logit"
+"""The disagreement measure of runs that name neither it nor ``query_selection`` (the default
+until 2026-11-25)."""
+
+
+def loop_options(result: dict[str, Any]) -> dict[str, object]:
+    """A result's learned-run options with its query selection spelled out: where the runs
+    recorded it (``query_selection``), as recorded; else a run with active selection and no
+    measure ran with the default of its time (``LEGACY_MEASURE``)."""
+    opts = dict(result.get("loop_options") or {})
+    chosen = result.get("query_selection")
+    if chosen == "uniform":
+        opts.pop("active_selection", None)
+        opts.pop("uncertainty_measure", None)
+    elif chosen is not None:
+        opts.update(active_selection=True, uncertainty_measure=chosen)
+    elif opts.get("active_selection"):
+        opts.setdefault("uncertainty_measure", LEGACY_MEASURE)
+    return opts
+
+
 def options(result: dict[str, Any]) -> str:
     """The options a result was run with, as ``name=value`` text (empty for defaults): a
     technique preset by name, a teacher other than the oracle, explicit options."""
     method = result.get("method", "baseline")
-    named = dict(result.get("loop_options") or {})
+    named = loop_options(result)
+    if method != "baseline" and not presets().get(method, {}).items() <= named.items():
+        method = "baseline"  # the preset has changed since (e.g. "active"'s measure): name the options
     if method != "baseline":  # a preset of label_efficiency.py by name, plus what was set beside it
         preset = presets().get(method, {})
         named = {k: v for k, v in named.items() if k not in preset or preset[k] != v}

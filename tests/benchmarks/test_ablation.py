@@ -30,8 +30,9 @@ def _result(tmp: Path, name: str, method: str | None, opts: dict, scores: list[f
     }  # fmt: skip
     if method is not None:
         res["method"] = method
-    if "reward_next_obs" in kw:
-        res["reward_next_obs"] = kw["reward_next_obs"]
+    for key in ("reward_next_obs", "query_selection"):
+        if key in kw:
+            res[key] = kw[key]
     (d / "result.json").write_text(json.dumps(res))
 
 
@@ -63,3 +64,19 @@ def test_table_has_a_column_per_method_and_a_row_per_setting(tmp_path: Path) -> 
     assert (tmp_path / "p.png").stat().st_size > 1000
     with pytest.raises(SystemExit, match="markers"):
         ab.write_into(tmp_path / "a" / "result.json", "x")
+
+
+def test_query_selection_is_read_from_what_the_runs_recorded_or_the_default_of_their_time() -> None:
+    ab, le, sm = _module("ablation"), _module("label_efficiency"), _module("summarize")
+    presets = le.METHODS
+    old = {"method": "active", "loop_options": {"active_selection": True}}  # ran when logit was the default
+    assert ab.method_of(old, presets) == ("active_logit", False)
+    new = {"method": "baseline", "loop_options": {"active_selection": True}, "query_selection": "probability"}
+    assert ab.method_of(new, presets) == ("active", False)
+    named = {"method": "baseline", "loop_options": dict(presets["active"])}
+    assert ab.method_of(named, presets) == ("active", False)
+    uniform = {"method": "baseline", "loop_options": {}, "query_selection": "uniform"}
+    assert ab.method_of(uniform, presets) == ("baseline", False)
+    # a preset whose options changed since a result ran is not named for it
+    assert sm.options(old) == "active_selection=True uncertainty_measure=logit"
+    assert sm.options({"method": "active", "loop_options": dict(presets["active"])}) == "method=active"

@@ -100,7 +100,7 @@ class DisagreementSelector:
     def __init__(
         self,
         net: RewardNet,
-        measure: Measure = "logit",
+        measure: Measure = "probability",
         discount: float = 1.0,
         rng: np.random.Generator | None = None,
     ) -> None:

@@ -69,8 +69,12 @@ class LoopConfig:
     unless the measure is entropy)."""
     active_selection_oversampling: int = 5
     """With active selection: candidate pairs considered per query asked."""
-    uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "logit"
-    """Disagreement measure for active selection."""
+    uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "probability"
+    """Disagreement measure for active selection. probability (PEBBLE's): the spread of the
+    members' preference probabilities, largest where members disagree on which clip is better.
+    logit: the variance of their logits, which grows with the size of a return gap the members
+    agree on (long absorbing tails); it took Hopper-v5 with 100 labels to 0.33 where probability
+    reached 1.99 (docs/benchmarks.md)."""
     max_labels_kept: OptInt = 3000
     """Train on at most this many of the newest labels (older ones dropped, bounding memory in
     long pixel runs); None keeps all."""
