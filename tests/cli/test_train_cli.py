@@ -95,7 +95,10 @@ def test_every_command_names_the_environment_env_id(capsys: pytest.CaptureFixtur
         (["--agent.algo", "dqn"], "agent 'dqn' needs a Discrete action space"),
         (["--agent.algo", "dpg"], "unknown agent 'dpg'"),
         (["--teacher", "web"], "--store"),
-        (["--loop.active-selection", "True", "--reward.ensemble-size", "1"], "needs --reward.ensemble-size >= 2"),
+        (
+            ["--loop.active-selection", "True", "--reward.ensemble-size", "1"],
+            "needs --reward.ensemble-size >= 2",
+        ),
         (["--loop.seed", "3"], "--loop.seed is set from --seed"),
         (["--trainer.seed=3"], "--trainer.seed is set from --seed"),
         (["--env.id", "CartPole-v1", "--reward.kind", "cnn"], "needs uint8 image observations"),
