@@ -15,6 +15,7 @@ against labels, one panel per environment and teacher, one line per method.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 START, END = "<!-- ablation:start -->", "<!-- ablation:end -->"
 
 
+@functools.cache  # one module object per name: method_of runs once per result
 def _load(name: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
     assert spec is not None and spec.loader is not None

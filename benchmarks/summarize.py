@@ -72,10 +72,10 @@ def options(result: dict[str, Any]) -> str:
     technique preset by name, a teacher other than the oracle, explicit options."""
     method = result.get("method", "baseline")
     named = loop_options(result)
-    if method != "baseline" and not presets().get(method, {}).items() <= named.items():
+    preset = presets().get(method, {})
+    if method != "baseline" and not preset.items() <= named.items():
         method = "baseline"  # the preset has changed since (e.g. "active"'s measure): name the options
     if method != "baseline":  # a preset of label_efficiency.py by name, plus what was set beside it
-        preset = presets().get(method, {})
         named = {k: v for k, v in named.items() if k not in preset or preset[k] != v}
         named["method"] = method
     if result.get("teacher", "oracle") != "oracle":
