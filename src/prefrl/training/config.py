@@ -64,12 +64,13 @@ class LoopConfig:
     """How the remaining labels are spread over the iterations."""
     transition_oversampling: float = 1.0
     """Fragments drawn per fragment needed (>1: pairs picked from a larger pool of clips)."""
-    active_selection: OptBool = None
+    active_selection: OptBool = False
     """Choose each query among active_selection_oversampling candidate pairs by ensemble
     disagreement (PEBBLE) instead of uniformly. None (auto): on where it can work (ensemble_size
-    >= 2, or the entropy measure), written to config.json as the one chosen. Measured over 5
-    seeds: Hopper-v5 100 labels 0.79 -> 2.41, HalfCheetah-v5 50 labels' worst seed 0.18 -> 0.67
-    (docs/benchmarks.md)."""
+    >= 2, or the entropy measure), written to config.json as the one chosen. Off by default:
+    over 5 seeds it took Hopper-v5 100 labels 0.79 -> 2.41, but on Reacher-v5 (30 labels, an
+    environment no setting was chosen on) 0.61 -> 0.51 with one seed below random, and it lost a
+    seed each on Pendulum (10 labels) and Acrobot (docs/benchmarks.md)."""
     active_selection_oversampling: int = 5
     """With active selection: candidate pairs considered per query asked."""
     uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "probability"
