@@ -138,9 +138,12 @@ METHODS: dict[str, dict[str, object]] = {
     "rune": {"exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5},
     "qpa": {"agent.hybrid_replay": 0.5},  # queries already come from the latest episodes
     # disagreement query selection by PEBBLE's measure, the spread of the members' probabilities
-    "active": {"active_selection": True, "uncertainty_measure": "probability"},
+    # from the first query after the initial batch (PEBBLE's way)
+    "active": {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 0},
+    # the same once the reward has been trained on 30 labels (uniform queries before)
+    "active_warm": {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 30},
     # the same by the variance of the members' logits (the measure's default before 2026-11-25)
-    "active_logit": {"active_selection": True, "uncertainty_measure": "logit"},
+    "active_logit": {"active_selection": True, "uncertainty_measure": "logit", "active_selection_from": 0},
     "pretrain": {"pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration before the first query
     "all": {**SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5,
             "agent.hybrid_replay": 0.5},
@@ -274,6 +277,9 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     selection = {learned[s].get("query_selection") for s in seeds}
     if len(selection) == 1 and None not in selection:  # uniform, or the disagreement measure
         extra["query_selection"] = selection.pop()
+    start = {learned[s].get("selection_from") for s in seeds}
+    if len(start) == 1 and None not in start:  # labels before disagreement took over
+        extra["selection_from"] = start.pop()
     return {
         "seeds": seeds, "median_normalized_score": float(np.median(scores)), "scores": scores,
         "learned_returns": [learned[s]["return"] for s in seeds],

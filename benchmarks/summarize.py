@@ -53,17 +53,22 @@ until 2026-11-25)."""
 
 def loop_options(result: dict[str, Any]) -> dict[str, object]:
     """A result's learned-run options with its query selection spelled out: where the runs
-    recorded it (``query_selection``), as recorded; else a run with active selection and no
-    measure ran with the default of its time (``LEGACY_MEASURE``)."""
+    recorded it (``query_selection``, ``selection_from``), as recorded; else a run with active
+    selection and no measure ran with the default of its time (``LEGACY_MEASURE``), and one that
+    names no ``active_selection_from`` chose by disagreement from its first query (runs before
+    2026-11-25 had no warm-up)."""
     opts = dict(result.get("loop_options") or {})
     chosen = result.get("query_selection")
     if chosen == "uniform":
-        opts.pop("active_selection", None)
-        opts.pop("uncertainty_measure", None)
-    elif chosen is not None:
+        for k in ("active_selection", "uncertainty_measure", "active_selection_from"):
+            opts.pop(k, None)
+        return opts
+    if chosen is not None:
         opts.update(active_selection=True, uncertainty_measure=chosen)
     elif opts.get("active_selection"):
         opts.setdefault("uncertainty_measure", LEGACY_MEASURE)
+    if opts.get("active_selection"):
+        opts["active_selection_from"] = int(result.get("selection_from", opts.get("active_selection_from", 0)))
     return opts
 
 

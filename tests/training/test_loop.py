@@ -206,7 +206,7 @@ class IntrinsicSeen(LoopCallback):
 def test_pretraining_exploration_mixing_and_active_selection(on: bool) -> None:
     cfg = LoopConfig(total_steps=900, total_labels=6, iterations=2, initial_steps=200,
                      pretrain_steps=200 if on else 0, fragment_length=20, exploration_frac=0.3 if on else 0.0,
-                     active_selection=on)  # fmt: skip
+                     active_selection=on, active_selection_from=0)  # fmt: skip
     loop = build(cfg)
     side, seen = CountingEnv(make_env("Pendulum-v1")), IntrinsicSeen()
     loop.side_env, loop.callbacks = side, [seen]
@@ -223,6 +223,33 @@ def test_pretraining_exploration_mixing_and_active_selection(on: bool) -> None:
         assert metrics["labels/disagreement_chosen"] >= metrics["labels/disagreement_candidates"]
         # Pendulum never terminates: no chosen clip runs into the absorbing state
         assert metrics["labels/absorbing_share_chosen"] == metrics["labels/absorbing_share_candidates"] == 0.0
+
+
+def test_active_selection_waits_for_its_warm_up_labels() -> None:
+    """Queries stay uniform until the reward has trained on active_selection_from labels."""
+    cfg = LoopConfig(total_steps=1200, total_labels=12, iterations=3, initial_steps=200, initial_label_frac=0.25,
+                     fragment_length=20, active_selection=True, active_selection_from=7)  # fmt: skip
+    loop = build(cfg)
+    chose: list[tuple[int, bool]] = []
+    query = loop._query
+
+    def spy(n: int, batch):  # type: ignore[no-untyped-def]
+        before = len(loop.dataset)
+        out = query(n, batch)
+        chose.append((before, "labels/disagreement_chosen" in out))
+        return out
+
+    loop._query = spy  # type: ignore[method-assign]
+    loop.run()
+    assert len(loop.dataset) == 12
+    assert chose[0] == (0, False)  # the initial batch is uniform
+    assert all(on == (before >= 7) for before, on in chose), chose
+    assert any(on for _, on in chose) and not all(on for _, on in chose)
+
+
+def test_active_selection_from_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="active_selection_from must be >= 0"):
+        LoopConfig(active_selection=True, active_selection_from=-1)
 
 
 class FrameCheckingTeacher:

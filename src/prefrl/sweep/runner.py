@@ -220,7 +220,8 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
 def resolved_reward(run: Path) -> dict[str, Any]:
     """What a learned run's reward read and output, as its config.json resolved the ``auto``
     settings (``reward_next_obs``, ``reward_output``), and how it chose its queries
-    (``query_selection``: ``uniform`` or the disagreement measure), so a per-seed result names
+    (``query_selection``: ``uniform`` or the disagreement measure, and ``selection_from``: the
+    labels before disagreement took over), so a per-seed result names
     them without its run directory; empty where config.json lacks them."""
     try:
         cfg = json.loads((run / "config.json").read_text())
@@ -231,6 +232,8 @@ def resolved_reward(run: Path) -> dict[str, Any]:
     loop = cfg.get("loop") or {}
     if "active_selection" in loop:
         out["query_selection"] = loop.get("uncertainty_measure") if loop["active_selection"] else "uniform"
+        if loop["active_selection"]:
+            out["selection_from"] = int(loop.get("active_selection_from", 0))
     if reward.get("use_next_obs") is not None:
         out["reward_next_obs"] = bool(reward["use_next_obs"])
     if reward.get("output") not in (None, "auto"):

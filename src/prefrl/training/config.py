@@ -73,6 +73,11 @@ class LoopConfig:
     seed each on Pendulum (10 labels) and Acrobot (docs/benchmarks.md)."""
     active_selection_oversampling: int = 5
     """With active selection: candidate pairs considered per query asked."""
+    active_selection_from: int = 30
+    """With active selection: queries stay uniform until the reward has been trained on this
+    many labels (0: disagreement from the first query after the initial batch, PEBBLE's way).
+    An ensemble trained on a handful of labels disagrees mostly by chance: every seed that
+    disagreement lost was in a run of 10-30 labels (docs/benchmarks.md)."""
     uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "probability"
     """Disagreement measure for active selection. probability (PEBBLE's): the spread of the
     members' preference probabilities, largest where members disagree on which clip is better.
@@ -121,6 +126,8 @@ class LoopConfig:
             raise ValueError(f"transition_oversampling must be >= 1, got {self.transition_oversampling}")
         if self.active_selection_oversampling < 1:
             raise ValueError("active_selection_oversampling must be >= 1")
+        if self.active_selection_from < 0:
+            raise ValueError(f"active_selection_from must be >= 0 labels, got {self.active_selection_from}")
         if self.query_schedule not in SCHEDULES:
             raise ValueError(f"unknown query schedule {self.query_schedule!r}; choose from {list(SCHEDULES)}")
         if self.uncertainty_measure not in MEASURES:

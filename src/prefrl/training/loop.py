@@ -291,7 +291,8 @@ class PreferenceLoop:
                 c.fragment_length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac))
             )
             batch = TrajectoryBatch.concat([batch, self._policy_rollouts(n_rand, random=True)])
-        n_cand = n_queries * (c.active_selection_oversampling if c.active_selection else 1)
+        active = bool(c.active_selection) and len(self.dataset) >= max(1, c.active_selection_from)
+        n_cand = n_queries * (c.active_selection_oversampling if active else 1)
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
         self._fit_fragment_length(batch)
         n_end = round(n_frag * self._end_clip_frac()) if batch.terminated.any() else 0
@@ -308,10 +309,10 @@ class PreferenceLoop:
             return {"labels/asked": 0.0}
         k = min(n_queries, len(cand))
         picked: dict[str, float] = {}
-        if c.active_selection and len(self.dataset):
-            active = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)
-            scores = active.scores(frags, cand)
-            chosen = active.top_k(scores, k)
+        if active:
+            selector = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)
+            scores = selector.scores(frags, cand)
+            chosen = selector.top_k(scores, k)
             ends = frags.reals[cand] < frags.length  # [m, 2]: clip runs into the absorbing state
             picked = {"labels/disagreement_chosen": float(scores[chosen].mean()),
                       "labels/disagreement_candidates": float(scores.mean()),
