@@ -141,7 +141,8 @@ METHODS: dict[str, dict[str, object]] = {
     # from the first query after the initial batch (PEBBLE's way)
     "active": {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 0},
     # the same once the reward has been trained on 30 labels (uniform queries before)
-    "active_warm": {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 30},
+    "active_warm": {"active_selection": True, "uncertainty_measure": "probability",
+                    "active_selection_from": 30},
     # the same by the variance of the members' logits (the measure's default before 2026-11-25)
     "active_logit": {"active_selection": True, "uncertainty_measure": "logit", "active_selection_from": 0},
     "pretrain": {"pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration before the first query

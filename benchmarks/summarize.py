@@ -68,7 +68,8 @@ def loop_options(result: dict[str, Any]) -> dict[str, object]:
     elif opts.get("active_selection"):
         opts.setdefault("uncertainty_measure", LEGACY_MEASURE)
     if opts.get("active_selection"):
-        opts["active_selection_from"] = int(result.get("selection_from", opts.get("active_selection_from", 0)))
+        given = opts.get("active_selection_from", 0)
+        opts["active_selection_from"] = int(result.get("selection_from", given))
     return opts
 
 
