@@ -228,7 +228,8 @@ def test_pretraining_exploration_mixing_and_active_selection(on: bool) -> None:
 def test_active_selection_waits_for_its_warm_up_labels() -> None:
     """Queries stay uniform until the reward has trained on active_selection_from labels."""
     cfg = LoopConfig(total_steps=1200, total_labels=12, iterations=3, initial_steps=200,
-                     initial_label_frac=0.25, fragment_length=20, active_selection=True, active_selection_from=7)  # fmt: skip
+                     initial_label_frac=0.25, fragment_length=20, active_selection=True,
+                     active_selection_from=7)  # fmt: skip
     loop = build(cfg)
     chose: list[tuple[int, bool]] = []
     query = loop._query
