@@ -68,7 +68,11 @@ def cell(scores: list[float]) -> str:
 def rows(
     results: list[dict[str, Any]], presets: dict[str, dict[str, object]]
 ) -> dict[tuple, dict[str, list]]:
-    """``{(env, teacher, labels, steps, reads s'): {method: per-seed scores}}``."""
+    """``{(env, teacher, labels, steps, reads s'): {method: per-seed scores}}``.
+
+    Two result sets for one cell (e.g. the same method run once with ``--method`` and once with
+    its options spelled out) do not overwrite each other by chance: the one with more seeds
+    is kept, and a warning names both."""
     out: dict[tuple, dict[str, list]] = {}
     for r in results:
         got = method_of(r, presets)
@@ -76,7 +80,15 @@ def rows(
             continue
         m, next_obs = got
         key = (r["env"], r.get("teacher", "oracle"), r["labels"], r["steps"], next_obs)
-        out.setdefault(key, {})[m] = list(r["scores"])
+        cell_of = out.setdefault(key, {})
+        if m in cell_of:
+            keep = max(cell_of[m], list(r["scores"]), key=len)
+            seeds = f"{len(cell_of[m])} and {len(r['scores'])} seeds"
+            print(f"ablation: two results for {key[:4]} {m} ({seeds}); the table shows the {len(keep)}-seed one",
+                  file=sys.stderr)  # fmt: skip
+            cell_of[m] = keep
+        else:
+            cell_of[m] = list(r["scores"])
     return out
 
 

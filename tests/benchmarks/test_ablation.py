@@ -78,5 +78,20 @@ def test_query_selection_is_read_from_what_the_runs_recorded_or_the_default_of_t
     uniform = {"method": "baseline", "loop_options": {}, "query_selection": "uniform"}
     assert ab.method_of(uniform, presets) == ("baseline", False)
     # a preset whose options changed since a result ran is not named for it
-    assert sm.options(old) == "active_selection=True uncertainty_measure=logit"
+    assert sm.options(old) == "active_selection=True active_selection_from=0 uncertainty_measure=logit"
+    # runs that recorded a warm-up of uniform queries (selection_from) are the active_warm preset
+    warm = {**new, "selection_from": 30}
+    assert ab.method_of(warm, presets) == ("active_warm", False)
+    spelled = {"active_selection": True, "active_selection_from": 30}
+    assert ab.method_of({"method": "baseline", "loop_options": spelled, "query_selection": "probability"},
+                        presets) == ("active_warm", False)  # fmt: skip
     assert sm.options({"method": "active", "loop_options": dict(presets["active"])}) == "method=active"
+
+
+def test_two_results_for_one_cell_keep_the_one_with_more_seeds(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    ab, le = _module("ablation"), _module("label_efficiency")
+    _result(tmp_path, "three", "baseline", {}, [0.2, 0.5, 0.4])
+    _result(tmp_path, "two", "baseline", {"active_selection": False}, [0.9, 0.8], query_selection="uniform")
+    grid = ab.rows(_module("summarize").load_results(tmp_path), le.METHODS)
+    assert grid == {("HalfCheetah-v5", "oracle", 50, 100_000, False): {"baseline": [0.2, 0.5, 0.4]}}
+    assert "two results" in capsys.readouterr().err
