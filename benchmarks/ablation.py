@@ -84,8 +84,8 @@ def rows(
         if m in cell_of:
             keep = max(cell_of[m], list(r["scores"]), key=len)
             seeds = f"{len(cell_of[m])} and {len(r['scores'])} seeds"
-            print(f"ablation: two results for {key[:4]} {m} ({seeds}); the table shows the {len(keep)}-seed one",
-                  file=sys.stderr)  # fmt: skip
+            shown = f"the table shows the {len(keep)}-seed one"
+            print(f"ablation: two results for {key[:4]} {m} ({seeds}); {shown}", file=sys.stderr)
             cell_of[m] = keep
         else:
             cell_of[m] = list(r["scores"])
