@@ -225,12 +225,21 @@ def test_pretraining_exploration_mixing_and_active_selection(on: bool) -> None:
         assert metrics["labels/absorbing_share_chosen"] == metrics["labels/absorbing_share_candidates"] == 0.0
 
 
-def test_active_selection_waits_for_its_warm_up_labels() -> None:
-    """Queries stay uniform until the reward has trained on active_selection_from labels."""
+class TieTeacher:
+    """A teacher who can never tell two clips apart (every answer a tie)."""
+
+    def label(self, fragments: Fragments, pairs: np.ndarray) -> np.ndarray:
+        return np.full(len(pairs), 0.5, dtype=np.float32)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_active_selection_waits_for_its_warm_up_labels(ties: bool) -> None:
+    """Queries stay uniform until the reward has trained on active_selection_from labels that
+    prefer a clip; ties do not count."""
     cfg = LoopConfig(total_steps=1200, total_labels=12, iterations=3, initial_steps=200,
                      initial_label_frac=0.25, fragment_length=20, active_selection=True,
                      active_selection_from=7)  # fmt: skip
-    loop = build(cfg)
+    loop = build(cfg, teacher=TieTeacher() if ties else None)
     chose: list[tuple[int, bool]] = []
     query = loop._query
 
@@ -243,6 +252,9 @@ def test_active_selection_waits_for_its_warm_up_labels() -> None:
     loop._query = spy  # type: ignore[method-assign]
     loop.run()
     assert len(loop.dataset) == 12
+    if ties:  # the ensemble learned nothing to disagree about: every query stayed uniform
+        assert chose and not any(on for _, on in chose)
+        return
     assert chose[0] == (0, False)  # the initial batch is uniform
     assert all(on == (before >= 7) for before, on in chose), chose
     assert any(on for _, on in chose) and not all(on for _, on in chose)

@@ -13,6 +13,7 @@ from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import SyntheticTeacher
 from prefrl.teachers.synthetic import TeacherConfig
+from prefrl.training.config import decided_labels
 from prefrl.training.loop import LoopConfig, tie_fraction
 from prefrl.training.run import format_report
 from tests.training.test_loop import build
@@ -29,6 +30,11 @@ def test_tie_fraction_ignores_skipped_labels() -> None:
     assert tie_fraction(np.array([0.5, 1.0, np.nan, 0.5], np.float32)) == pytest.approx(2 / 3)
     assert tie_fraction(np.array([np.nan], np.float32)) is None
     assert tie_fraction(np.zeros(0, np.float32)) is None
+
+
+def test_decided_labels_count_neither_ties_nor_skipped_ones() -> None:
+    assert decided_labels(np.array([0.5, 1.0, np.nan, 0.0, 0.5], np.float32)) == 2
+    assert decided_labels(np.zeros(0, np.float32)) == 0
 
 
 def test_json_files_are_strict(tmp_path) -> None:  # type: ignore[no-untyped-def]

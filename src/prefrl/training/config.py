@@ -40,6 +40,12 @@ def tie_fraction(labels: np.ndarray) -> float | None:
     return float(np.mean(np.abs(known - 0.5) < 1e-6)) if len(known) else None
 
 
+def decided_labels(labels: np.ndarray) -> int:
+    """How many of ``labels [B]`` prefer one clip (neither unanswered nor a tie)."""
+    known = labels[~np.isnan(labels)]
+    return int(np.sum(np.abs(known - 0.5) >= 1e-6))
+
+
 @dataclass
 class LoopConfig:
     """The preference-learning loop (schedule of steps, queries and reward updates)."""
@@ -75,9 +81,10 @@ class LoopConfig:
     """With active selection: candidate pairs considered per query asked."""
     active_selection_from: int = 30
     """With active selection: queries stay uniform until the reward has been trained on this
-    many labels (0: disagreement from the first query after the initial batch, PEBBLE's way).
-    An ensemble trained on a handful of labels disagrees mostly by chance: every seed that
-    disagreement lost was in a run of 10-30 labels (docs/benchmarks.md)."""
+    many labels that prefer a clip (ties do not count; 0: disagreement from the first query
+    after the initial batch, PEBBLE's way). An ensemble trained on a handful of labels, or on
+    ties, disagrees mostly by chance: every seed that disagreement lost was in a run of 10-30
+    labels or one whose labels were all ties (docs/benchmarks.md)."""
     uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "probability"
     """Disagreement measure for active selection. probability (PEBBLE's): the spread of the
     members' preference probabilities, largest where members disagree on which clip is better.

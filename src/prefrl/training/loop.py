@@ -62,6 +62,7 @@ from prefrl.training.config import (
     LoopConfig,
     LoopState,
     check_selection,
+    decided_labels,
     tie_fraction,
 )
 from prefrl.training.logger import Logger, NullLogger, RowLogger
@@ -291,7 +292,8 @@ class PreferenceLoop:
                 c.fragment_length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac))
             )
             batch = TrajectoryBatch.concat([batch, self._policy_rollouts(n_rand, random=True)])
-        active = bool(c.active_selection) and len(self.dataset) >= max(1, c.active_selection_from)
+        active = (bool(c.active_selection) and len(self.dataset) > 0
+                  and decided_labels(self.dataset.labels) >= c.active_selection_from)  # fmt: skip
         n_cand = n_queries * (c.active_selection_oversampling if active else 1)
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
         self._fit_fragment_length(batch)
