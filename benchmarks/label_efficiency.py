@@ -143,6 +143,9 @@ METHODS: dict[str, dict[str, object]] = {
     # the same once the reward has been trained on 30 labels (uniform queries before)
     "active_warm": {"active_selection": True, "uncertainty_measure": "probability",
                     "active_selection_from": 30},
+    # half of each iteration's queries by disagreement, half uniformly (from the first query)
+    "active_mixed": {"active_selection": True, "uncertainty_measure": "probability",
+                     "active_selection_from": 0, "active_selection_share": 0.5},
     # the same by the variance of the members' logits (the measure's default before 2026-11-25)
     "active_logit": {"active_selection": True, "uncertainty_measure": "logit", "active_selection_from": 0},
     "pretrain": {"pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration before the first query
@@ -278,9 +281,10 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     selection = {learned[s].get("query_selection") for s in seeds}
     if len(selection) == 1 and None not in selection:  # uniform, or the disagreement measure
         extra["query_selection"] = selection.pop()
-    start = {learned[s].get("selection_from") for s in seeds}
-    if len(start) == 1 and None not in start:  # labels before disagreement took over
-        extra["selection_from"] = start.pop()
+    for key in ("selection_from", "selection_share"):  # labels before disagreement; its share
+        got = {learned[s].get(key) for s in seeds}
+        if len(got) == 1 and None not in got:
+            extra[key] = got.pop()
     return {
         "seeds": seeds, "median_normalized_score": float(np.median(scores)), "scores": scores,
         "learned_returns": [learned[s]["return"] for s in seeds],

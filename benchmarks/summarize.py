@@ -62,6 +62,7 @@ def loop_options(result: dict[str, Any]) -> dict[str, object]:
     if chosen == "uniform":
         for k in ("active_selection", "uncertainty_measure", "active_selection_from"):
             opts.pop(k, None)
+        opts.pop("active_selection_share", None)
         return opts
     if chosen is not None:
         opts.update(active_selection=True, uncertainty_measure=chosen)
@@ -70,6 +71,10 @@ def loop_options(result: dict[str, Any]) -> dict[str, object]:
     if opts.get("active_selection"):
         given = opts.get("active_selection_from", 0)
         opts["active_selection_from"] = int(result.get("selection_from", given))
+        share = float(result.get("selection_share", opts.get("active_selection_share", 1.0)))
+        opts.pop("active_selection_share", None)
+        if share != 1.0:  # all queries by disagreement unless named
+            opts["active_selection_share"] = share
     return opts
 
 

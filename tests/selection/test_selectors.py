@@ -65,3 +65,24 @@ def test_uniform_selector_and_errors():
         DisagreementSelector(MLPReward(OBS, ACT), "logit")
     with pytest.raises(ValueError, match="unknown uncertainty measure"):
         DisagreementSelector(MLPReward(OBS, ACT, ensemble_size=2), "variance")  # type: ignore[arg-type]
+
+
+def test_mixed_selection_takes_a_share_by_disagreement_and_the_rest_at_random():
+    sel = DisagreementSelector.__new__(DisagreementSelector)  # only the choosing, no network
+    sel.rng = np.random.default_rng(0)
+    s = np.arange(20, dtype=np.float64)  # candidate 19 is the most contested
+    np.testing.assert_array_equal(sel.mixed(s, 4, 1.0), [16, 17, 18, 19])
+    tops, rest = [], set()
+    for _ in range(200):
+        got = sel.mixed(s, 4, 0.5)
+        assert len(got) == 4 and len(set(got.tolist())) == 4 and np.all(np.diff(got) > 0)
+        assert {18, 19} <= set(got.tolist())  # the two top-scored of four
+        rest |= set(got.tolist()) - {18, 19}
+    assert len(rest) > 10  # the other half is spread over the candidates
+    for _ in range(400):  # 3 queries at share 0.5: one or two by disagreement, 1.5 on average
+        got = sel.mixed(s, 3, 0.5)
+        tops.append(int(19 in got) + int(18 in got and 19 in got))
+    assert 1.3 < np.mean(tops) < 1.8
+    assert len(sel.mixed(s, 3, 0.0)) == 3
+    with pytest.raises(ValueError, match="share"):
+        sel.mixed(s, 3, 1.5)

@@ -124,3 +124,19 @@ class DisagreementSelector:
         """Sorted indices ``[k]`` of the ``k`` largest scores ``s [m]`` (ties broken at random)."""
         jitter = self.rng.random(len(s)) * 1e-9 * (np.abs(s).max() + 1e-12)
         return np.sort(np.argpartition(-(s + jitter), k - 1)[:k]) if k else np.zeros(0, np.int64)
+
+    def mixed(self, s: np.ndarray, k: int, share: float) -> np.ndarray:
+        """Sorted indices ``[k]``: a ``share`` of them the largest scores ``s [m]``, the rest
+        uniformly among the other candidates. ``share * k`` is rounded at random (up with
+        probability its fraction), so small batches keep the share on average."""
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"the disagreement share must lie in [0, 1], got {share}")
+        if not 0 <= k <= len(s):
+            raise ValueError(f"cannot select {k} of {len(s)} candidate pairs")
+        if share == 1.0:  # all by disagreement (draws nothing more from the generator)
+            return self.top_k(s, k)
+        k_top = min(k, int(np.floor(share * k + self.rng.random())))
+        top = self.top_k(s, k_top)
+        rest = np.setdiff1d(np.arange(len(s)), top)
+        drawn = self.rng.choice(rest, size=k - k_top, replace=False)
+        return np.sort(np.concatenate([top, drawn]).astype(np.int64))

@@ -234,6 +234,7 @@ def resolved_reward(run: Path) -> dict[str, Any]:
         out["query_selection"] = loop.get("uncertainty_measure") if loop["active_selection"] else "uniform"
         if loop["active_selection"]:
             out["selection_from"] = int(loop.get("active_selection_from", 0))
+            out["selection_share"] = float(loop.get("active_selection_share", 1.0))
     if reward.get("use_next_obs") is not None:
         out["reward_next_obs"] = bool(reward["use_next_obs"])
     if reward.get("output") not in (None, "auto"):

@@ -85,6 +85,9 @@ class LoopConfig:
     after the initial batch, PEBBLE's way). An ensemble trained on a handful of labels, or on
     ties, disagrees mostly by chance: every seed that disagreement lost was in a run of 10-30
     labels or one whose labels were all ties (docs/benchmarks.md)."""
+    active_selection_share: float = 1.0
+    """With active selection: share of each iteration's queries chosen by disagreement; the
+    rest are drawn uniformly among the other candidates (1: all by disagreement)."""
     uncertainty_measure: Literal["logit", "probability", "label", "entropy"] = "probability"
     """Disagreement measure for active selection. probability (PEBBLE's): the spread of the
     members' preference probabilities, largest where members disagree on which clip is better.
@@ -133,6 +136,8 @@ class LoopConfig:
             raise ValueError(f"transition_oversampling must be >= 1, got {self.transition_oversampling}")
         if self.active_selection_oversampling < 1:
             raise ValueError("active_selection_oversampling must be >= 1")
+        if not 0.0 <= self.active_selection_share <= 1.0:
+            raise ValueError(f"active_selection_share must lie in [0, 1], got {self.active_selection_share}")
         if self.active_selection_from < 0:
             raise ValueError(f"active_selection_from must be >= 0 labels, got {self.active_selection_from}")
         if self.query_schedule not in SCHEDULES:

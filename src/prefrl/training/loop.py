@@ -314,7 +314,7 @@ class PreferenceLoop:
         if active:
             selector = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)
             scores = selector.scores(frags, cand)
-            chosen = selector.top_k(scores, k)
+            chosen = selector.mixed(scores, k, c.active_selection_share)
             ends = frags.reals[cand] < frags.length  # [m, 2]: clip runs into the absorbing state
             picked = {"labels/disagreement_chosen": float(scores[chosen].mean()),
                       "labels/disagreement_candidates": float(scores.mean()),
