@@ -260,6 +260,21 @@ def test_active_selection_waits_for_its_warm_up_labels(ties: bool) -> None:
     assert any(on for _, on in chose) and not all(on for _, on in chose)
 
 
+@pytest.mark.parametrize("teacher,explore", [("ties", True), ("ties", False), ("oracle", True)])
+def test_the_agent_explores_while_every_label_is_a_tie(teacher: str, explore: bool) -> None:
+    """A flat learned reward (all ties) is replaced by the state-entropy reward while it lasts."""
+    cfg = LoopConfig(total_steps=900, total_labels=6, iterations=2, initial_steps=200, fragment_length=20,
+                     tie_exploration=explore)  # fmt: skip
+    loop = build(cfg, teacher=TieTeacher() if teacher == "ties" else None)
+    seen = IntrinsicSeen()
+    loop.callbacks = [seen]
+    loop.run()
+    want = teacher == "ties" and explore
+    assert [h["agent/tie_exploration"] for h in loop.state.history] == [float(want)] * 2
+    assert any(seen.seen) == want and seen.seen[-1] == want  # (not before the first labels)
+    assert loop.reward.intrinsic is None  # the learned reward again once the run is over
+
+
 def test_active_selection_from_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="active_selection_from must be >= 0"):
         LoopConfig(active_selection=True, active_selection_from=-1)

@@ -18,7 +18,8 @@ TIE_HINT = (
     "their returns are equal, e.g. under a reward that is the same at every step (CartPole's "
     "+1) unless a clip reaches an episode's end, or under a sparse reward that no clip "
     "reaches. While ties are the majority, half of each query's clips are drawn where episodes "
-    "end (--loop.end-clip-frac). Also try longer clips (--loop.fragment-length), more exploration "
+    "end (--loop.end-clip-frac), and while every label is a tie the agent explores (state "
+    "entropy, --loop.tie-exploration). Also try longer clips (--loop.fragment-length), more exploration "
     "(--loop.pretrain-steps, --loop.exploration-frac), or active selection "
     "(--loop.active-selection) so that clips differ."
 )
@@ -97,6 +98,11 @@ class LoopConfig:
     max_labels_kept: OptInt = 3000
     """Train on at most this many of the newest labels (older ones dropped, bounding memory in
     long pixel runs); None keeps all."""
+    tie_exploration: bool = True
+    """While every label so far is a tie (the learned reward is flat: no clip yet showed a
+    difference, e.g. a sparse reward never reached), the agent trains on PEBBLE's state-entropy
+    reward instead, so that it reaches states whose clips differ; from the first label that
+    prefers a clip on, the learned reward. Changes nothing in runs whose labels are not all ties."""
     exploration_frac: float = 0.0
     """Share of query clips taken from random-action episodes (exploration mixing)."""
     exploration_bonus: float = 0.0

@@ -139,6 +139,7 @@ class PreferenceLoop:
         self._episodes: list[TrajectoryBatch] = []
         self._labels_since_train = 0
         self._tie_warned = False
+        self._tie_explorer: StateEntropyReward | None = None  # see _explore_on_ties
         # label counts of the current iteration's queries, kept with the labels (not the checkpoint)
         # so that an iteration re-run after a crash still reports the queries it had asked
         self._iteration_labels: dict[str, float] = {}
@@ -424,11 +425,28 @@ class PreferenceLoop:
         if self.run_dir is not None:
             save_reward_net(self.net, self.run_dir / "reward.safetensors")
         if self.agent is not None:
+            m["agent/tie_exploration"] = float(self._explore_on_ties())
             t0 = time.perf_counter()
-            self._learn(self.steps_for(i))
+            try:
+                self._learn(self.steps_for(i))
+            finally:  # whoever uses the reward after this iteration gets the learned one
+                if self.reward is not None:
+                    self.reward.intrinsic = None
             m["time/agent_s"] = time.perf_counter() - t0
         m["env_steps"] = float(self.state.env_steps)
         return m
+
+    def _explore_on_ties(self) -> bool:
+        """Give the agent the state-entropy reward while every label is a tie (``tie_exploration``),
+        the learned reward otherwise; whether it explores now."""
+        if self.reward is None:
+            return False
+        explore = (self.config.tie_exploration and len(self.dataset) > 0
+                   and decided_labels(self.dataset.labels) == 0)  # fmt: skip
+        if explore and self._tie_explorer is None:
+            self._tie_explorer = StateEntropyReward()  # one memory of visited states for the run
+        self.reward.intrinsic = self._tie_explorer if explore else None
+        return explore
 
     def bonus_weight(self) -> float:
         """The exploration bonus's weight now: ``exploration_bonus (1 - decay)^env_steps``."""
