@@ -44,11 +44,10 @@ from prefrl.agents.sb3 import (
     write_buffer_rewards,
 )
 from prefrl.data.dataset import PreferenceDataset
-from prefrl.data.fragments import Fragments, distinct_pairs, sample_fragments, window_counts
+from prefrl.data.fragments import Fragments, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
-from prefrl.selection.selectors import DisagreementSelector, UniformSelector
 from prefrl.storage.checkpoint import CheckpointDir, load_learner, save_learner
 from prefrl.teachers import Answers, AsyncTeacher, Teacher
 from prefrl.teachers.spec import is_async
@@ -66,6 +65,7 @@ from prefrl.training.config import (
     tie_fraction,
 )
 from prefrl.training.logger import Logger, NullLogger, RowLogger
+from prefrl.training.queries import candidate_pairs, choose_pairs
 from prefrl.training.schedules import allocate_queries
 from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
 
@@ -299,30 +299,11 @@ class PreferenceLoop:
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
         self._fit_fragment_length(batch)
         n_end = round(n_frag * self._end_clip_frac()) if batch.terminated.any() else 0
-        # distinct windows where the batch has enough (a clip paired with itself teaches nothing)
-        frags, _ = sample_fragments(batch, n_frag - n_end, c.fragment_length, self.rng, replace=None)
-        if n_end:
-            ends, _ = sample_fragments(batch, n_end, c.fragment_length, self.rng, only_ends=True,
-                                       replace=None)  # fmt: skip
-            frags = Fragments.concat([frags, ends])
-        perm = self.rng.permutation(n_frag)
-        cand = perm[: 2 * n_cand].reshape(-1, 2) if n_frag >= 2 * n_cand else perm[:2].reshape(1, 2)
-        cand = distinct_pairs(frags, cand)  # no clip against itself, no pair twice
+        frags, cand = candidate_pairs(batch, n_frag, n_end, n_cand, c.fragment_length, self.rng)
         if not len(cand):
             return {"labels/asked": 0.0}
         k = min(n_queries, len(cand))
-        picked: dict[str, float] = {}
-        if active:
-            selector = DisagreementSelector(self.net, c.uncertainty_measure, rng=self.rng)
-            scores = selector.scores(frags, cand)
-            chosen = selector.mixed(scores, k, c.active_selection_share)
-            ends = frags.reals[cand] < frags.length  # [m, 2]: clip runs into the absorbing state
-            picked = {"labels/disagreement_chosen": float(scores[chosen].mean()),
-                      "labels/disagreement_candidates": float(scores.mean()),
-                      "labels/absorbing_share_chosen": float(ends[chosen].mean()),
-                      "labels/absorbing_share_candidates": float(ends.mean())}  # fmt: skip
-        else:
-            chosen = UniformSelector(self.rng).select(frags, cand, k)
+        chosen, picked = choose_pairs(self.net, frags, cand, k, c, active, self.rng)
         pairs = cand[chosen]
         self.state.queries_asked += k
         if self.async_teacher is not None:
