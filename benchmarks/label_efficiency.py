@@ -130,7 +130,7 @@ SURF = {
     "trainer.pseudo_label_threshold": 0.99,
 }
 METHODS: dict[str, dict[str, object]] = {
-    "baseline": {},  # today's defaults (uniform queries)
+    "baseline": {},  # today's defaults (disagreement after a 30-label warm-up since 2026-11-25)
     "crop": {"trainer.crop_min_frac": 0.7},  # SURF's temporal cropping alone
     "pseudo": {k: v for k, v in SURF.items() if "pseudo" in k},  # SURF's pseudo-labels alone
     "surf": SURF,

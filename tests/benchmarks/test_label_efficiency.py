@@ -104,7 +104,8 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
     assert res["seeds"] == [0, 1] and len(res["scores"]) == 2 and "median_normalized_score" in res
     assert (res["iterations"], res["labels"], res["steps"], res["agent"]) == (2, 4, 600, "sac")
     assert res["reward_next_obs"] is True  # the runs' resolved reward inputs (auto: s' for the MLP)
-    assert res["query_selection"] == "uniform"  # and how they chose their queries (the default)
+    # and how they chose their queries: the default, disagreement after a warm-up of 30 labels
+    assert (res["query_selection"], res["selection_from"], res["selection_share"]) == ("probability", 30, 1.0)
     out = tmp_path / "Pendulum-v1-sac-oracle-4l-600s-iterations=2"
     assert json.loads((out / "result.json").read_text()) == res
     for s in (0, 1):
@@ -115,7 +116,7 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
         assert learned["labels_used"] == 4 and learned["cell"]["seed"] == s
         # each seed's result names the reward's resolved settings, without its run directory
         assert learned["reward_next_obs"] is True and learned["reward_output"] == "linear"
-        assert learned["query_selection"] == "uniform"
+        assert (learned["query_selection"], learned["selection_from"]) == ("probability", 30)
     before = _tree(tmp_path)
 
     t0 = time.perf_counter()

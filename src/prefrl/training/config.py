@@ -71,13 +71,15 @@ class LoopConfig:
     """How the remaining labels are spread over the iterations."""
     transition_oversampling: float = 1.0
     """Fragments drawn per fragment needed (>1: pairs picked from a larger pool of clips)."""
-    active_selection: OptBool = False
+    active_selection: OptBool = None
     """Choose each query among active_selection_oversampling candidate pairs by ensemble
-    disagreement (PEBBLE) instead of uniformly. None (auto): on where it can work (ensemble_size
-    >= 2, or the entropy measure), written to config.json as the one chosen. Off by default:
-    over 5 seeds it took Hopper-v5 100 labels 0.79 -> 2.41, but on Reacher-v5 (30 labels, an
-    environment no setting was chosen on) 0.61 -> 0.51 with one seed below random, and it lost a
-    seed each on Pendulum (10 labels) and Acrobot (docs/benchmarks.md)."""
+    disagreement (PEBBLE) instead of uniformly, once active_selection_from labels are in.
+    None (auto, the default): on where it can work (ensemble_size >= 2, or the entropy
+    measure), written to config.json as the one chosen. Measured against uniform queries
+    (docs/benchmarks.md): Walker2d-v5 100 labels 0.62 -> 0.99 (3 seeds; no setting was chosen
+    on it), Hopper-v5 100 labels 0.79 -> 2.41 (5 seeds), HalfCheetah 100 noisy labels 0.81 ->
+    0.89; below 30 labels it never starts (Pendulum 10, Reacher 30 unchanged); worse on
+    HalfCheetah 50 labels and with the mistake teacher."""
     active_selection_oversampling: int = 5
     """With active selection: candidate pairs considered per query asked."""
     active_selection_from: int = 30
