@@ -52,10 +52,11 @@ def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> 
     opts.pop(NEXT_OBS, None)
     if name is None:
         return None
-    if opts == presets.get(name):
+    comparable = _load("summarize").comparable
+    if name in presets and opts == comparable(presets[name]):
         return name, next_obs
     # a preset's options given one by one (--loop active_selection=true) are that preset
-    same = [m for m, o in presets.items() if o == opts]
+    same = [m for m, o in presets.items() if comparable(o) == opts]
     return (same[0], next_obs) if same else None
 
 

@@ -129,14 +129,17 @@ SURF = {
     "trainer.pseudo_label_ratio": 1.0,
     "trainer.pseudo_label_threshold": 0.99,
 }
+UNIFORM = {"active_selection": False}
+"""Uniform queries: the technique presets ask like the runs of their ablation column so far (the
+default until 2026-11-25), so a new run compares with the old ones like for like."""
 METHODS: dict[str, dict[str, object]] = {
     "baseline": {},  # today's defaults (disagreement after a 30-label warm-up since 2026-11-25)
-    "crop": {"trainer.crop_min_frac": 0.7},  # SURF's temporal cropping alone
-    "pseudo": {k: v for k, v in SURF.items() if "pseudo" in k},  # SURF's pseudo-labels alone
-    "surf": SURF,
-    "rime": {"trainer.noise_filter": True},
-    "rune": {"exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5},
-    "qpa": {"agent.hybrid_replay": 0.5},  # queries already come from the latest episodes
+    "crop": {**UNIFORM, "trainer.crop_min_frac": 0.7},  # SURF's temporal cropping alone
+    "pseudo": {**UNIFORM, **{k: v for k, v in SURF.items() if "pseudo" in k}},  # SURF's pseudo-labels alone
+    "surf": {**UNIFORM, **SURF},
+    "rime": {**UNIFORM, "trainer.noise_filter": True},
+    "rune": {**UNIFORM, "exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5},
+    "qpa": {**UNIFORM, "agent.hybrid_replay": 0.5},  # queries already come from the latest episodes
     # disagreement query selection by PEBBLE's measure, the spread of the members' probabilities
     # from the first query after the initial batch (PEBBLE's way)
     "active": {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 0},
@@ -148,9 +151,9 @@ METHODS: dict[str, dict[str, object]] = {
                      "active_selection_from": 0, "active_selection_share": 0.5},
     # the same by the variance of the members' logits (the measure's default before 2026-11-25)
     "active_logit": {"active_selection": True, "uncertainty_measure": "logit", "active_selection_from": 0},
-    "pretrain": {"pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration before the first query
-    "all": {**SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05, "exploration_bonus_decay": 1e-5,
-            "agent.hybrid_replay": 0.5},
+    "pretrain": {**UNIFORM, "pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration first
+    "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
+            "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip
 """Technique presets (``--method``): option sets of the learned runs, as ``--loop`` takes them."""
 

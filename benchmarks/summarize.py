@@ -68,6 +68,10 @@ def loop_options(result: dict[str, Any]) -> dict[str, object]:
         opts.update(active_selection=True, uncertainty_measure=chosen)
     elif opts.get("active_selection"):
         opts.setdefault("uncertainty_measure", LEGACY_MEASURE)
+    if opts.get("active_selection") is False:  # uniform queries, named: as if not named
+        for k in ("active_selection", "uncertainty_measure", "active_selection_from"):
+            opts.pop(k, None)
+        opts.pop("active_selection_share", None)
     if opts.get("active_selection"):
         given = opts.get("active_selection_from", 0)
         opts["active_selection_from"] = int(result.get("selection_from", given))
@@ -78,12 +82,17 @@ def loop_options(result: dict[str, Any]) -> dict[str, object]:
     return opts
 
 
+def comparable(preset: dict[str, object]) -> dict[str, object]:
+    """A preset's options as :func:`loop_options` writes them (uniform queries go unnamed)."""
+    return {k: v for k, v in preset.items() if not (k == "active_selection" and v is False)}
+
+
 def options(result: dict[str, Any]) -> str:
     """The options a result was run with, as ``name=value`` text (empty for defaults): a
     technique preset by name, a teacher other than the oracle, explicit options."""
     method = result.get("method", "baseline")
     named = loop_options(result)
-    preset = presets().get(method, {})
+    preset = comparable(presets().get(method, {}))
     if method != "baseline" and not preset.items() <= named.items():
         method = "baseline"  # the preset has changed since (e.g. "active"'s measure): name the options
     if method != "baseline":  # a preset of label_efficiency.py by name, plus what was set beside it

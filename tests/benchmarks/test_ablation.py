@@ -95,3 +95,17 @@ def test_two_results_for_one_cell_keep_the_one_with_more_seeds(tmp_path: Path, c
     grid = ab.rows(_module("summarize").load_results(tmp_path), le.METHODS)
     assert grid == {("HalfCheetah-v5", "oracle", 50, 100_000, False): {"baseline": [0.2, 0.5, 0.4]}}
     assert "two results" in capsys.readouterr().err
+
+
+def test_technique_presets_ask_uniformly_and_still_match_their_columns() -> None:
+    ab, le = _module("ablation"), _module("label_efficiency")
+    presets = le.METHODS
+    assert presets["surf"]["active_selection"] is False and "active_selection" not in presets["baseline"]
+    # a run of the preset today (uniform recorded) and one from before (nothing recorded) share a column
+    today = {"method": "surf", "loop_options": dict(presets["surf"]), "query_selection": "uniform"}
+    old_opts = {k: v for k, v in presets["surf"].items() if k != "active_selection"}
+    before = {"method": "surf", "loop_options": old_opts}
+    assert ab.method_of(today, presets) == ab.method_of(before, presets) == ("surf", False)
+    # a technique run on top of disagreement selection is not that preset's column
+    warm = {**today, "query_selection": "probability", "selection_from": 30}
+    assert ab.method_of(warm, presets) is None
