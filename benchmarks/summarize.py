@@ -51,6 +51,11 @@ LEGACY_MEASURE = "logit"
 until 2026-11-25)."""
 
 
+SELECTION_KEYS = ("active_selection", "uncertainty_measure", "active_selection_from",
+                  "active_selection_share")
+"""The loop options that say how queries are chosen (none of them matter with uniform queries)."""
+
+
 def loop_options(result: dict[str, Any]) -> dict[str, object]:
     """A result's learned-run options with its query selection spelled out: where the runs
     recorded it (``query_selection``, ``selection_from``), as recorded; else a run with active
@@ -59,19 +64,14 @@ def loop_options(result: dict[str, Any]) -> dict[str, object]:
     2026-11-25 had no warm-up)."""
     opts = dict(result.get("loop_options") or {})
     chosen = result.get("query_selection")
-    if chosen == "uniform":
-        for k in ("active_selection", "uncertainty_measure", "active_selection_from"):
+    if chosen == "uniform" or (chosen is None and opts.get("active_selection") is False):
+        for k in SELECTION_KEYS:  # uniform queries, recorded or named: as if not named
             opts.pop(k, None)
-        opts.pop("active_selection_share", None)
         return opts
     if chosen is not None:
         opts.update(active_selection=True, uncertainty_measure=chosen)
     elif opts.get("active_selection"):
         opts.setdefault("uncertainty_measure", LEGACY_MEASURE)
-    if opts.get("active_selection") is False:  # uniform queries, named: as if not named
-        for k in ("active_selection", "uncertainty_measure", "active_selection_from"):
-            opts.pop(k, None)
-        opts.pop("active_selection_share", None)
     if opts.get("active_selection"):
         given = opts.get("active_selection_from", 0)
         opts["active_selection_from"] = int(result.get("selection_from", given))

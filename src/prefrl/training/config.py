@@ -35,16 +35,20 @@ on Acrobot-v1 with 30 labels it turned a run whose every label was a tie (return
 one that learned (see docs/benchmarks.md)."""
 
 
+def _ties(labels: np.ndarray) -> np.ndarray:
+    """``[A]`` bool per answered label of ``labels [B]`` (NaN: unanswered): is it a tie (0.5)?"""
+    return np.abs(labels[~np.isnan(labels)] - 0.5) < 1e-6
+
+
 def tie_fraction(labels: np.ndarray) -> float | None:
     """Share of answered labels ``[B]`` that are ties (0.5); ``None`` when none is answered."""
-    known = labels[~np.isnan(labels)]
-    return float(np.mean(np.abs(known - 0.5) < 1e-6)) if len(known) else None
+    ties = _ties(labels)
+    return float(ties.mean()) if len(ties) else None
 
 
 def decided_labels(labels: np.ndarray) -> int:
     """How many of ``labels [B]`` prefer one clip (neither unanswered nor a tie)."""
-    known = labels[~np.isnan(labels)]
-    return int(np.sum(np.abs(known - 0.5) >= 1e-6))
+    return int((~_ties(labels)).sum())
 
 
 @dataclass
