@@ -198,3 +198,16 @@ def test_labellers_see_rendered_game_frames_and_stacks_show_their_last_frame() -
     np.testing.assert_array_equal(
         clip_frames(bare, np.arange(2))[..., 0], bare.table_obs[bare.window(np.arange(2))][:, :, -1]
     )
+
+
+@pytest.mark.parametrize(("acts", "want"), [(spaces.Discrete(5), True), (spaces.MultiDiscrete([2, 3]), False),
+                                          (spaces.Box(-1.0, 1.0, (2,)), False)])  # fmt: skip
+def test_auto_action_heads_for_discrete_actions(acts: spaces.Space, want: bool) -> None:
+    """auto: one reward output per action where the action is Discrete; an explicit choice wins."""
+    cfg = RewardNetConfig()
+    assert cfg.resolve_action_heads(acts) is want
+    assert RewardNetConfig(action_heads=False).resolve_action_heads(spaces.Discrete(5)) is False
+    assert RewardNetConfig(use_act=False).resolve_action_heads(spaces.Discrete(5)) is False
+    for obs in (image((40, 40, 3)), spaces.Box(-1.0, 1.0, (3,))):
+        net = dataclasses.replace(cfg, action_heads=want).build(obs, acts)
+        assert net.action_heads is want and net.config["action_heads"] is want

@@ -260,3 +260,55 @@ def test_spatial_cnn_reward_reads_where_the_dot_is_and_learns_it() -> None:
     np.testing.assert_allclose(again.predict(img, a, img)[0], net.predict(img, a, img)[0], rtol=1e-5)
     with pytest.raises(ValueError, match="flat' or 'spatial"):
         CNNReward(space, gym.spaces.Discrete(5), features="dense")
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_action_heads_pay_the_taken_actions_output(kind: str, tmp_path) -> None:
+    """One output per Discrete action: the reward is the taken action's column, the same per
+    member and batched, the action is no input, and the choice survives save/load."""
+    from prefrl.rewards.inference import TorchReward, reward_fn
+
+    acts_space = spaces.Discrete(4, start=1)
+    if kind == "mlp":
+        obs_space = BOX3
+        net = MLPReward(obs_space, acts_space, ensemble_size=2, action_heads=True)
+        obs = torch.randn(5, 6, 3)
+        trunk = net.mlp
+    else:
+        obs_space = spaces.Box(0, 255, (16, 16, 3), np.uint8)
+        net = CNNReward(obs_space, acts_space, ensemble_size=2, channels=(4,), kernels=(3,), strides=(2,),
+                        hidden=(8,), features="spatial", action_heads=True)  # fmt: skip
+        obs = torch.randint(0, 256, (5, 6, 16, 16, 3), dtype=torch.uint8)
+        trunk = net.head
+    assert trunk.layers[-1].weight.shape[-1] == 4  # [E, in, actions]
+    acts = torch.randint(1, 5, (5, 6))
+    dones = torch.zeros(5, 6)
+    r = net(obs, acts, obs, dones)
+    assert r.shape == (2, 5, 6)
+    feats = net.encode(obs, acts, obs, dones)
+    torch.testing.assert_close(feats["act"], acts - 1)
+    # every action's reward at once, by asking for each action in turn: the taken one's is r
+    each = torch.stack([net(obs, torch.full_like(acts, a), obs, dones) for a in range(1, 5)], -1)
+    torch.testing.assert_close(each.gather(-1, (acts - 1).expand(2, -1, -1).unsqueeze(-1)).squeeze(-1), r)
+    assert (each.std(-1) > 0).all()  # the actions are paid differently
+    stacked = {k: v.unsqueeze(0).expand(2, *v.shape) for k, v in feats.items()}
+    torch.testing.assert_close(net.score(stacked, per_member=True), r)
+    path = save_reward_net(net, tmp_path / "r.safetensors")
+    again = load_reward_net(path)
+    assert again.action_heads and again.config["action_heads"] is True
+    torch.testing.assert_close(again(obs, acts, obs, dones), r)
+    fn = reward_fn(net)  # the NumPy fast path has no per-action heads: the torch one serves them
+    assert isinstance(fn, TorchReward)
+    got = fn(obs[0].numpy(), acts[0].numpy(), obs[0].numpy(), dones[0].numpy())
+    np.testing.assert_allclose(got, r.detach().mean(0)[0].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_action_heads_need_a_discrete_action_that_the_reward_reads() -> None:
+    with pytest.raises(ValueError, match="Discrete action space"):
+        MLPReward(BOX3, BOX1, action_heads=True)
+    with pytest.raises(ValueError, match="use_act=False"):
+        MLPReward(BOX3, spaces.Discrete(3), use_act=False, action_heads=True)
+    with pytest.raises(ValueError, match="another input"):
+        MLPReward(BOX3, spaces.Discrete(3), use_obs=False, action_heads=True)
+    with pytest.raises(ValueError, match="Discrete action space"):
+        CNNReward(spaces.Box(0, 255, (16, 16, 3), np.uint8), spaces.MultiDiscrete([2, 3]), action_heads=True)

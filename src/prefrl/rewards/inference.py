@@ -198,8 +198,8 @@ class FastReward:
 
     @classmethod
     def of(cls, net: RewardNet) -> FastReward | None:
-        if net.output not in ("linear", "tanh"):
-            return None
+        if net.output not in ("linear", "tanh") or getattr(net, "action_heads", False):
+            return None  # one output per action: the torch path picks the taken action's
         if type(net) is MLPReward:
             return _mlp(net)
         if type(net) is CNNReward:

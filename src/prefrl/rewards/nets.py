@@ -77,6 +77,31 @@ class RewardNet(nn.Module):
         self.output = output
         self.absorbing_reward = nn.Parameter(torch.zeros(ensemble_size))
 
+    def _head_outputs(self, action_heads: bool, use_act: bool) -> int:
+        """Outputs of the last layer: one per action with ``action_heads``, else 1."""
+        self.action_heads = action_heads
+        if not action_heads:
+            return 1
+        if not use_act or not isinstance(self.action_space, spaces.Discrete):
+            raise ValueError(
+                "action_heads (one reward output per action) needs a Discrete action space that the "
+                f"reward reads (use_act), got {self.action_space} with use_act={use_act}"
+            )
+        return int(self.action_space.n)
+
+    def _action_index(self, acts: torch.Tensor) -> torch.Tensor:
+        """Discrete actions ``[*lead]`` -> head indices ``[*lead]`` (int64, from 0)."""
+        n = int(self.action_space.n)  # type: ignore[attr-defined]
+        return (acts.long() - int(self.action_space.start)).clamp_(0, n - 1)  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _pick(out: torch.Tensor, feats: Features, per_member: bool) -> torch.Tensor:
+        """Head outputs ``[E, M, K]`` -> ``[E, M]``: the taken action's column (``K = 1``: the only one)."""
+        if "act" not in feats:
+            return out.squeeze(-1)
+        a = feats["act"].reshape(out.shape[0] if per_member else 1, -1).expand(out.shape[0], -1)
+        return out.gather(-1, a.unsqueeze(-1)).squeeze(-1)
+
     def _squash(self, r: torch.Tensor) -> torch.Tensor:
         return torch.tanh(r) if self.output == "tanh" else r
 
@@ -153,7 +178,10 @@ class MLPReward(RewardNet):
 
     Works with Box, Discrete, MultiDiscrete, MultiBinary and Dict observation and
     action spaces (one-hot for the discrete ones). Inputs are normalised by running
-    statistics when ``normalize_input`` is set.
+    statistics when ``normalize_input`` is set. With ``action_heads`` (Discrete actions)
+    the action is not an input: the network has one output per action and the reward is
+    the taken action's, ``r(s, a) = f(s)[a]`` (as a DQN's Q-values), so the action can
+    change the reward multiplicatively, not only through what a one-hot input adds.
     """
 
     def __init__(
@@ -169,6 +197,7 @@ class MLPReward(RewardNet):
         activation: str = "relu",
         normalize_input: bool = True,
         output: str = "linear",
+        action_heads: bool = False,
     ) -> None:
         super().__init__()
         if not (use_obs or use_act or use_next_obs or use_done):
@@ -177,11 +206,14 @@ class MLPReward(RewardNet):
             raise ValueError(f"ensemble_size must be >= 1, got {ensemble_size}")
         self.observation_space, self.action_space = observation_space, action_space
         self.ensemble_size = ensemble_size
-        self.use = (use_obs, use_act, use_next_obs, use_done)
+        n_out = self._head_outputs(action_heads, use_act)
+        self.use = (use_obs, use_act and not action_heads, use_next_obs, use_done)
         d_obs, d_act = flat_dim(observation_space), flat_dim(action_space)
-        dim = d_obs * (use_obs + use_next_obs) + d_act * use_act + int(use_done)
+        dim = d_obs * (use_obs + use_next_obs) + d_act * self.use[1] + int(use_done)
+        if dim == 0:
+            raise ValueError("with action_heads the reward needs another input (obs, next_obs or done)")
         self.norm = RunningNorm(dim) if normalize_input else None
-        self.mlp = EnsembleMLP(ensemble_size, dim, hidden, 1, activation)
+        self.mlp = EnsembleMLP(ensemble_size, dim, hidden, n_out, activation)
         self._init_reward_head(ensemble_size, output)
         self._config = {
             "observation_space": space_to_json(observation_space),
@@ -195,6 +227,7 @@ class MLPReward(RewardNet):
             "activation": activation,
             "normalize_input": normalize_input,
             "output": output,
+            "action_heads": action_heads,
         }
 
     def _raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> torch.Tensor:
@@ -215,7 +248,10 @@ class MLPReward(RewardNet):
     @torch.no_grad()
     def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
         x = self._raw(obs, acts, next_obs, dones)
-        return {"x": self.norm(x) if self.norm is not None else x}
+        feats = {"x": self.norm(x) if self.norm is not None else x}
+        if self.action_heads:
+            feats["act"] = self._action_index(acts)
+        return feats
 
     @torch.no_grad()
     def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
@@ -223,7 +259,11 @@ class MLPReward(RewardNet):
             self.norm.update(self._raw(obs, acts, next_obs, dones))
 
     def _score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
-        return self.mlp(feats["x"], per_member=per_member).squeeze(-1)
+        out = self.mlp(feats["x"], per_member=per_member)  # [E, *lead, K]
+        if not self.action_heads:
+            return out.squeeze(-1)
+        flat = out.reshape(out.shape[0], -1, out.shape[-1])  # [E, M, K]
+        return self._pick(flat, feats, per_member).view(out.shape[:-1])
 
 
 SMALL_IMAGE = 64
@@ -307,6 +347,9 @@ class CNNReward(RewardNet):
     of its softmax over positions, times a learned per-channel sharpness, so the head reads
     ``2 * channels[-1]`` coordinates: where things are, which is what rewards on small images
     of objects (a dot and its target) depend on.
+
+    ``action_heads`` (Discrete actions): one output per action instead of a one-hot action
+    input, as in :class:`MLPReward`.
     """
 
     def __init__(
@@ -325,6 +368,7 @@ class CNNReward(RewardNet):
         use_next_obs: bool = False,
         output: str = "linear",
         features: str = "flat",
+        action_heads: bool = False,
     ) -> None:
         super().__init__()
         if features not in ("flat", "spatial"):
@@ -337,6 +381,7 @@ class CNNReward(RewardNet):
         if not len(channels) == len(kernels) == len(strides):
             raise ValueError("channels, kernels and strides must have the same length")
         self.observation_space, self.action_space = observation_space, action_space
+        n_out = self._head_outputs(action_heads, use_act)
         self.ensemble_size, self.use_act, self.use_done = ensemble_size, use_act, use_done
         self.use_next_obs = use_next_obs
         shape = tuple(observation_space.shape)  # type: ignore[arg-type]
@@ -359,8 +404,8 @@ class CNNReward(RewardNet):
             n_flat = self.conv(torch.zeros(1, c * e, h, w)).flatten(1).shape[1] // e
         if self.spatial:
             n_flat = 2 * in_c
-        d_vec = flat_dim(action_space) * use_act + int(use_done)
-        self.head = EnsembleMLP(e, n_flat + d_vec, hidden, 1, activation)
+        d_vec = flat_dim(action_space) * (use_act and not action_heads) + int(use_done)
+        self.head = EnsembleMLP(e, n_flat + d_vec, hidden, n_out, activation)
         self._init_reward_head(e, output)
         self.image_shape = (c, h, w)
         self._config = {
@@ -378,6 +423,7 @@ class CNNReward(RewardNet):
             "use_next_obs": use_next_obs,
             "output": output,
             "features": features,
+            "action_heads": action_heads,
         }
 
     @torch.no_grad()
@@ -392,7 +438,9 @@ class CNNReward(RewardNet):
             img = torch.cat([img, nxt], -3)  # [*lead, 2C, H, W]
         feats: Features = {"img": img}
         parts = []
-        if self.use_act:
+        if self.action_heads:
+            feats["act"] = self._action_index(acts)
+        elif self.use_act:
             parts.append(encode_space(self.action_space, acts))
         if self.use_done:
             parts.append(dones.float().unsqueeze(-1))
@@ -420,7 +468,7 @@ class CNNReward(RewardNet):
             v = feats["vec"]
             v = v.reshape(e, -1, v.shape[-1]) if per_member else v.reshape(1, -1, v.shape[-1])
             z = torch.cat([z, v.expand(e, -1, -1)], -1)
-        return self.head(z, per_member=True).reshape(e, *lead)
+        return self._pick(self.head(z, per_member=True), feats, per_member).reshape(e, *lead)
 
 
 class ShapedReward(RewardNet):

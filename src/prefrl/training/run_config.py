@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tyro
+from gymnasium import spaces
 
 from prefrl.agents.sb3 import (
     AgentConfig,
@@ -96,6 +97,10 @@ class RewardNetConfig:
     MLP: HalfCheetah-v5 50 labels 0.60 -> 0.73, Hopper-v5 100 labels 0.91 -> 1.02 (docs/benchmarks.md)."""
     use_done: bool = False
     """Reward reads the terminal flag."""
+    action_heads: OptBool = None
+    """Discrete actions: one reward output per action, the taken action's is the reward (r(s, a) = f(s)[a],
+    as a DQN's Q-values) instead of a one-hot action input. None (auto): on for Discrete action spaces,
+    written to config.json as the one chosen. See docs/core.md."""
     output: Literal["auto", "linear", "tanh"] = "auto"
     """Per-step reward output: tanh (bounded to (-1, 1), as in B-Pref: a state no label covers cannot
     pay more than the states the labels favour), linear (unbounded), or auto: tanh when random actions
@@ -123,11 +128,18 @@ class RewardNetConfig:
         and a stacked frame would take the CNN off the NumPy per-step path)."""
         return self.resolved_kind(obs_space) == "mlp"
 
+    def resolve_action_heads(self, act_space: Any) -> bool:
+        """``action_heads=None`` (auto): on where the reward reads a Discrete action."""
+        if self.action_heads is not None:
+            return self.action_heads
+        return self.use_act and isinstance(act_space, spaces.Discrete)
+
     def build(self, obs_space: Any, act_space: Any) -> RewardNet:
         """The network; an unresolved ``output="auto"`` (no environment was probed, see
         :func:`resolve_reward_output`) builds the linear output."""
         kind = self.resolved_kind(obs_space)
         use_next_obs = bool(self.use_next_obs)  # unresolved auto (runs that predate it): off
+        heads = bool(self.action_heads)  # unresolved auto (runs that predate it): off
         if kind == "cnn":
             if not is_image_space(obs_space):
                 raise ValueError(
@@ -145,12 +157,12 @@ class RewardNetConfig:
             return CNNReward(
                 obs_space, act_space, ensemble_size=self.ensemble_size, use_act=self.use_act,
                 use_done=self.use_done, use_next_obs=use_next_obs, output=self._output(), features=features,
-                **arch,
+                action_heads=heads, **arch,
             )  # fmt: skip
         return MLPReward(
             obs_space, act_space, hidden=tuple(self.hidden), ensemble_size=self.ensemble_size,
             use_obs=self.use_obs, use_act=self.use_act, use_next_obs=use_next_obs,
-            use_done=self.use_done, output=self._output(),
+            use_done=self.use_done, output=self._output(), action_heads=heads,
         )  # fmt: skip
 
 
