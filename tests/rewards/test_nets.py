@@ -312,3 +312,47 @@ def test_action_heads_need_a_discrete_action_that_the_reward_reads() -> None:
         MLPReward(BOX3, spaces.Discrete(3), use_obs=False, action_heads=True)
     with pytest.raises(ValueError, match="Discrete action space"):
         CNNReward(spaces.Box(0, 255, (16, 16, 3), np.uint8), spaces.MultiDiscrete([2, 3]), action_heads=True)
+
+
+@pytest.mark.slow
+def test_action_heads_learn_the_moving_dots_progress_reward_from_pixels() -> None:
+    """200 oracle labels of 10-step random clips on the moving dot: the keypoint CNN with one
+    output per action correlates with the true per-step reward on unseen random transitions
+    (offline, seeds 0-2: r = 0.70 / 0.82 / 0.77; 0.03 / 0.43 / 0.18 with a one-hot action input)."""
+    import prefrl  # noqa: F401  (registers the environment)
+    from prefrl.data import PreferenceDataset, Trajectory, TrajectoryBatch, sample_fragments
+    from prefrl.rewards.nets import cnn_architecture
+    from prefrl.teachers import SyntheticTeacher
+    from prefrl.training import RewardTrainer, RewardTrainerConfig
+
+    env = gym.make("prefrl/MovingDot-v0")
+    rng = np.random.default_rng(0)
+
+    def random_episodes(n: int, seed: int) -> list[Trajectory]:
+        out = []
+        for i in range(n):
+            obs, _ = env.reset(seed=seed + i)
+            frames, acts, rews = [obs], [], []
+            for _ in range(200):
+                a = int(rng.integers(5))
+                obs, r, *_ = env.step(a)
+                frames.append(obs), acts.append(a), rews.append(r)
+            rew = np.array(rews, np.float32)
+            out.append(Trajectory(np.array(frames), np.array(acts), rew, truncated=True))
+        return out
+
+    torch.manual_seed(0)
+    frags, _ = sample_fragments(TrajectoryBatch.from_trajectories(random_episodes(100, 0)), 400, 10, rng)
+    pairs = np.arange(400).reshape(-1, 2)
+    data = PreferenceDataset()
+    data.add(frags, pairs, SyntheticTeacher("oracle").label(frags, pairs))
+    arch = cnn_architecture(env.observation_space, features="spatial")
+    net = CNNReward(env.observation_space, env.action_space, ensemble_size=3, features="spatial",
+                    action_heads=True, **arch)  # fmt: skip
+    RewardTrainer(net, RewardTrainerConfig(epochs=10, val_fraction=0.0)).train(data)
+    test = random_episodes(10, 10_000)
+    obs = np.concatenate([t.obs[:-1] for t in test])
+    acts = np.concatenate([t.acts for t in test])
+    rews = np.concatenate([t.rews for t in test])
+    pred, _ = net.predict(obs, acts, np.concatenate([t.obs[1:] for t in test]))
+    assert np.corrcoef(pred, rews)[0, 1] > 0.5
