@@ -86,7 +86,7 @@ def test_cartpole_trains_from_the_command_line_with_no_flags(tmp_path) -> None: 
     rep = json.loads((run / "report.json").read_text())
     assert conf["agent"]["algo"] == "ppo" and rep["agent"] == "ppo" and rep["labels_used"] == 6
     assert conf["reward"]["output"] == "tanh"  # auto: CartPole terminates (the pole falls)
-    assert conf["reward"]["action_heads"] is True  # auto: Discrete actions, one output each
+    assert conf["reward"]["action_heads"] is False  # auto: the MLP keeps the one-hot action input
     assert gym.make("CartPole-v1").spec is not None
     # SB3's own metrics go to TensorBoard beside prefrl's
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -182,6 +182,8 @@ def test_pong_trains_end_to_end_with_a_cnn_reward(tmp_path: Path) -> None:
     assert np.isfinite(report["true_return"]) and report["labels_used"] > 0
     net = load_reward_net(run / "reward.safetensors")
     assert isinstance(net, CNNReward) and net.image_shape == (4, 84, 84)
+    conf = json.loads((run / "config.json").read_text())
+    assert net.action_heads and conf["reward"]["action_heads"] is True  # auto: a CNN, Discrete actions
 
 
 def test_labellers_see_rendered_game_frames_and_stacks_show_their_last_frame() -> None:
@@ -202,12 +204,16 @@ def test_labellers_see_rendered_game_frames_and_stacks_show_their_last_frame() -
 
 @pytest.mark.parametrize(("acts", "want"), [(spaces.Discrete(5), True), (spaces.MultiDiscrete([2, 3]), False),
                                           (spaces.Box(-1.0, 1.0, (2,)), False)])  # fmt: skip
-def test_auto_action_heads_for_discrete_actions(acts: spaces.Space, want: bool) -> None:
-    """auto: one reward output per action where the action is Discrete; an explicit choice wins."""
-    cfg = RewardNetConfig()
-    assert cfg.resolve_action_heads(acts) is want
-    assert RewardNetConfig(action_heads=False).resolve_action_heads(spaces.Discrete(5)) is False
-    assert RewardNetConfig(use_act=False).resolve_action_heads(spaces.Discrete(5)) is False
-    for obs in (image((40, 40, 3)), spaces.Box(-1.0, 1.0, (3,))):
+def test_auto_action_heads_for_a_cnn_reward_of_discrete_actions(acts: spaces.Space, want: bool) -> None:
+    """auto: one reward output per action where a CNN reward reads a Discrete action (not for the
+    MLP: vectors keep the one-hot input); an explicit choice wins and reaches the network."""
+    cfg, img, vec = RewardNetConfig(), image((40, 40, 3)), spaces.Box(-1.0, 1.0, (3,))
+    assert cfg.resolve_action_heads(img, acts) is want
+    assert cfg.resolve_action_heads(vec, acts) is False
+    assert RewardNetConfig(kind="mlp").resolve_action_heads(img, acts) is False
+    assert RewardNetConfig(action_heads=False).resolve_action_heads(img, spaces.Discrete(5)) is False
+    assert RewardNetConfig(action_heads=True).resolve_action_heads(vec, spaces.Discrete(5)) is True
+    assert RewardNetConfig(use_act=False).resolve_action_heads(img, spaces.Discrete(5)) is False
+    for obs in (img, vec):
         net = dataclasses.replace(cfg, action_heads=want).build(obs, acts)
         assert net.action_heads is want and net.config["action_heads"] is want

@@ -117,7 +117,7 @@ def build_run(cfg: TrainConfig) -> Run:
         if cfg.reward.use_next_obs is None:
             cfg.reward.use_next_obs = cfg.reward.resolve_next_obs(obs_space)
         cfg.reward.cnn_features = cfg.reward.resolve_cnn_features(obs_space)
-        cfg.reward.action_heads = cfg.reward.resolve_action_heads(act_space)
+        cfg.reward.action_heads = cfg.reward.resolve_action_heads(obs_space, act_space)
     check_selection(cfg.loop, cfg.reward.ensemble_size)
     if cfg.teacher == "web" and cfg.store is None:
         raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
