@@ -18,7 +18,12 @@ from typing import Any
 
 
 def load_results(root: Path) -> list[dict[str, Any]]:
-    """Every ``result.json`` below ``root`` (or ``root`` itself when it is a file)."""
+    """Every ``result.json`` below ``root`` (or ``root`` itself when it is a file).
+
+    A result in a folder of its own below ``root`` (``label_efficiency.py --out root/NAME``,
+    e.g. runs of a changed agent that must not reuse the true-reward runs of the old one) gets
+    ``series = NAME``, shown among its options.
+    """
     paths = [root] if root.is_file() else sorted(root.rglob("*.json"))
     out = []
     for p in paths:
@@ -27,6 +32,10 @@ def load_results(root: Path) -> list[dict[str, Any]]:
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise SystemExit(f"{p}: not a JSON result file ({e})") from e
         if isinstance(data, dict) and "median_normalized_score" in data:
+            parts = p.relative_to(root).parts if p != root else ()
+            depth = str(data.get("env", "")).count("/") + 2  # [env prefix/] result folder / file
+            if len(parts) > depth:
+                data["series"] = "/".join(parts[: len(parts) - depth])
             out.append(data)
     if not out:
         raise SystemExit(f"{root}: no label-efficiency result files found")
@@ -102,6 +111,8 @@ def options(result: dict[str, Any]) -> str:
         named["teacher"] = result["teacher"]
     if result.get("iterations", 14) != 14:
         named["iterations"] = result["iterations"]
+    if result.get("series"):
+        named["series"] = result["series"]
     return " ".join(f"{k}={v}" for k, v in sorted(named.items()))
 
 

@@ -109,3 +109,18 @@ def test_technique_presets_ask_uniformly_and_still_match_their_columns() -> None
     # a technique run on top of disagreement selection is not that preset's column
     warm = {**today, "query_selection": "probability", "selection_from": 30}
     assert ab.method_of(warm, presets) is None
+
+
+def test_results_in_a_folder_of_their_own_are_a_series_named_in_the_table(tmp_path: Path) -> None:
+    """``--out results/NAME`` (runs of a changed agent with their own true-reward runs): the
+    table names the series, and a namespaced env id (prefrl/...) is not taken for one."""
+    sm = _module("summarize")
+    (tmp_path / "new").mkdir()
+    _result(tmp_path / "new", "cheetah", None, {}, [0.9])
+    (tmp_path / "prefrl").mkdir()
+    _result(tmp_path / "prefrl", "dot", None, {}, [0.5])
+    dot = json.loads((tmp_path / "prefrl/dot/result.json").read_text())
+    (tmp_path / "prefrl/dot/result.json").write_text(json.dumps({**dot, "env": "prefrl/MovingDot-v0"}))
+    got = {r["env"]: (r.get("series"), sm.options(r)) for r in sm.load_results(tmp_path)}
+    assert got == {"HalfCheetah-v5": ("new", "series=new"), "prefrl/MovingDot-v0": (None, "")}
+    assert "| HalfCheetah-v5 | sac | series=new |" in sm.table(sm.load_results(tmp_path))

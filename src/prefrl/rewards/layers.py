@@ -186,6 +186,15 @@ def coordinate_grid(h: int, w: int, device: torch.device | None = None) -> tuple
     return ys, xs
 
 
+def standardize_maps(x: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
+    """Each map of ``x [B, C, H, W]`` shifted and scaled to mean 0 and standard deviation 1 over
+    its ``H x W`` positions (a constant map becomes 0); same shape."""
+    if x.dim() != 4:
+        raise ValueError(f"standardize_maps expects [B, C, H, W], got shape {tuple(x.shape)}")
+    mean = x.mean((2, 3), keepdim=True)
+    return (x - mean) / (x.std((2, 3), keepdim=True) + eps)
+
+
 def soft_argmax(x: torch.Tensor) -> torch.Tensor:
     """Expected (x, y) position of each channel's spatial softmax ("keypoints", Levine et al. 2016).
 
