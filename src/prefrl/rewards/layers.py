@@ -191,8 +191,8 @@ def standardize_maps(x: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
     its ``H x W`` positions (a constant map becomes 0); same shape."""
     if x.dim() != 4:
         raise ValueError(f"standardize_maps expects [B, C, H, W], got shape {tuple(x.shape)}")
-    mean = x.mean((2, 3), keepdim=True)
-    return (x - mean) / (x.std((2, 3), keepdim=True) + eps)
+    std, mean = torch.std_mean(x, (2, 3), keepdim=True)  # one pass for both
+    return (x - mean) / (std + eps)
 
 
 def soft_argmax(x: torch.Tensor) -> torch.Tensor:
