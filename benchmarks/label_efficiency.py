@@ -34,7 +34,16 @@ from prefrl.agents.evaluate import evaluate_returns
 from prefrl.agents.sb3 import ALGOS, check_env_id, make_env, resolve_algo
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.sweep.report import normalized_score
-from prefrl.sweep.runner import SET_BY_SWEEP, Cell, CellFiles, SweepConfig, grid, parse_options, run_cells
+from prefrl.sweep.runner import (
+    SET_BY_SWEEP,
+    Cell,
+    CellFiles,
+    SweepConfig,
+    grid,
+    parse_options,
+    reference_env_kwargs,
+    run_cells,
+)
 from prefrl.sweep.runner import apply_options as apply_sweep_options
 from prefrl.teachers import PRESETS
 from prefrl.training.loop import LoopConfig
@@ -99,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         named["iterations"] = a.iterations
     suffix = "".join(f"-{k}={v}" for k, v in sorted(named.items()))
     out = Path(a.out) / f"{a.env}-{a.agent}-{a.teacher}-{a.labels}l-{a.steps}s{suffix}"
-    random_ret = float(evaluate_returns(a.env, None, a.eval_episodes).mean())
+    a.env_kwargs = reference_env_kwargs({sweep_name(k): v for k, v in a.loop_options.items()})
+    random_ret = float(evaluate_returns(a.env, None, a.eval_episodes, env_kwargs=a.env_kwargs).mean())
     if a.combine:
-        adopt_oracles(out, Path(a.out), a.env, a.agent, a.steps)
+        adopt_oracles(out, Path(a.out), a.env, a.agent, a.steps, a.env_kwargs)
     else:
         failed = run_seeds(a, out)
         if failed:
@@ -191,14 +201,22 @@ def apply_options(cfg: TrainConfig, options: dict[str, object]) -> None:
     apply_sweep_options(cfg, options, bare="loop")
 
 
-def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int) -> Path | None:
+def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int,
+                env_kwargs: dict[str, Any] | None = None) -> Path | None:  # fmt: skip
     """An oracle result for this seed in any benchmark directory under ``root``, if one exists.
 
-    The true-reward run depends only on env, agent, steps and seed, so one made for another
-    label budget, teacher or option is reused instead of trained again.
+    The true-reward run depends only on env (its id and ``env_kwargs``, which each result
+    records; none recorded: made before it was, with none), agent, steps and seed, so one
+    made for another label budget, teacher or option is reused instead of trained again.
     """
-    found = sorted(root.glob(f"{env}-{agent}-*-*l-{steps}s*/seed{seed}-oracle.json"))
-    return found[0] if found else None
+    want = env_kwargs or {}
+    for found in sorted(root.glob(f"{env}-{agent}-*-*l-{steps}s*/seed{seed}-oracle.json")):
+        try:
+            if json.loads(found.read_text()).get("env_kwargs", {}) == want:
+                return found
+        except (OSError, ValueError):
+            continue  # an unreadable result is not a match (its own benchmark reports it)
+    return None
 
 
 def seed_of(result: Path) -> int:
@@ -206,13 +224,14 @@ def seed_of(result: Path) -> int:
     return int(result.name[4:].split("-")[0])
 
 
-def adopt_oracles(out: Path, root: Path, env: str, agent: str, steps: int) -> None:
+def adopt_oracles(out: Path, root: Path, env: str, agent: str, steps: int,
+                  env_kwargs: dict[str, Any] | None = None) -> None:  # fmt: skip
     """Copy into ``out`` the true-reward result of each learned seed there that has none, from
     any benchmark directory under ``root`` (:func:`find_oracle`), so ``--combine`` scores runs
     whose oracle was trained for another budget or option set."""
     for seed in map(seed_of, sorted(out.glob("seed*-learned.json"))):
         target = out / f"seed{seed}-oracle.json"
-        found = None if target.exists() else find_oracle(root, env, agent, steps, seed)
+        found = None if target.exists() else find_oracle(root, env, agent, steps, seed, env_kwargs)
         if found is not None:
             target.write_bytes(found.read_bytes())
             print(f"seed {seed}: oracle reused from {found.parent.name}", file=sys.stderr, flush=True)
@@ -240,7 +259,8 @@ def run_seeds(a: argparse.Namespace, out: Path) -> list[str]:
     root = Path(a.out)
 
     def files(c: Cell) -> CellFiles:
-        reuse = find_oracle(root, c.env, c.agent, c.steps, c.seed) if c.kind == "oracle" else None
+        oracle = c.kind == "oracle"
+        reuse = find_oracle(root, c.env, c.agent, c.steps, c.seed, a.env_kwargs) if oracle else None
         return CellFiles(out / f"{c.kind}-seed{c.seed}", out / f"seed{c.seed}-{c.kind}.json",
                          out / f"seed{c.seed}-{c.kind}-error.txt", reuse)  # fmt: skip
 

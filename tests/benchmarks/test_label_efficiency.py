@@ -49,6 +49,25 @@ def test_true_reward_runs_are_reused_across_label_budgets_and_options(tmp_path) 
     assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 100_000, 2) is None  # another seed
     assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 10_000, 1) is None  # other steps
     assert le.find_oracle(tmp_path, "Hopper-v5", "td3", 100_000, 1) is None  # another agent
+    # another environment: the learned runs get env kwargs, so the reference must have had them too
+    assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 100_000, 1, {"ctrl_cost_weight": 0.0}) is None
+    other = tmp_path / "Hopper-v5-sac-oracle-50l-100000s-env.kwargs={...}"
+    other.mkdir()
+    (other / "seed1-oracle.json").write_text(
+        json.dumps({"return": 1.0, "wall_s": 1.0, "cpu_s": 1.0, "env_kwargs": {"ctrl_cost_weight": 0.0}})
+    )
+    assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 100_000, 1, {"ctrl_cost_weight": 0.0}) == (
+        other / "seed1-oracle.json"
+    )
+    assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 100_000, 1) == done / "seed1-oracle.json"
+
+
+def test_true_reward_run_gets_the_learned_runs_environment_options() -> None:
+    from prefrl.sweep.runner import reference_env_kwargs
+
+    opts = {"env.kwargs": '{"size": 32}', "env.hide_score": True, "reward.hidden": [8], "loop.fragment_length": 10}
+    assert reference_env_kwargs(opts) == {"size": 32, "hide_score": True}
+    assert reference_env_kwargs({"agent.learning_rate": 0.1}) == {}
 
 
 COMMITTED = ROOT / "benchmarks/results/Pendulum-v1-sac-oracle-10l-15000s"

@@ -46,10 +46,12 @@ def evaluate_returns(
 
 def train_on_true_reward(
     agent_cfg: Any, env_id: str, steps: int, seed: int, run_dir: str | Path, episodes: int = 10,
-    learning_starts: int = 0,
+    learning_starts: int = 0, env_kwargs: dict[str, Any] | None = None,
 ) -> tuple[float, float, float]:  # fmt: skip
     """The reference run: the same agent trained on the environment's own reward.
 
+    ``env_kwargs``: gym.make's keyword arguments and make_env's wrapper options, as the learned
+    run's (the reference must train and be evaluated on the same environment).
     Saves ``run_dir/policy.zip``; returns (mean true return over ``episodes``, wall s, CPU s).
     """
     import time
@@ -57,10 +59,10 @@ def train_on_true_reward(
     from prefrl.agents.sb3 import make_agent, make_vec_env
 
     t0, c0 = time.perf_counter(), time.process_time()
-    venv = make_vec_env(env_id, agent_cfg.n_envs, seed=seed)
+    venv = make_vec_env(env_id, agent_cfg.n_envs, env_kwargs, seed=seed)
     agent = make_agent(agent_cfg, venv, seed=seed, learning_starts=learning_starts)
     agent.learn(steps)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     agent.save(str(Path(run_dir) / "policy.zip"))
-    return float(evaluate_returns(env_id, agent, episodes).mean()), wall, cpu
+    return float(evaluate_returns(env_id, agent, episodes, env_kwargs=env_kwargs).mean()), wall, cpu

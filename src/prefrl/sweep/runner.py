@@ -204,16 +204,28 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
                "labels_used": rep["labels_used"], "reward_accuracy": rep.get("reward_accuracy"),
                **resolved_reward(run)}  # fmt: skip
     else:
-        agent_cfg = AgentConfig(algo=c.agent)
+        agent_cfg, env_kwargs = AgentConfig(algo=c.agent), reference_env_kwargs(options)
         ret, wall, cpu = train_on_true_reward(
-            agent_cfg, c.env, c.steps, c.seed, run, eval_episodes, initial_steps(c.steps)
+            agent_cfg, c.env, c.steps, c.seed, run, eval_episodes, initial_steps(c.steps), env_kwargs
         )
-        res = {"return": ret, "train_wall_s": wall, "cpu_s": cpu}
+        res = {"return": ret, "train_wall_s": wall, "cpu_s": cpu, "env_kwargs": env_kwargs}
     ctx = ray.get_runtime_context()
     res.update(cell=dataclasses.asdict(c), wall_s=time.perf_counter() - t0, node_id=ctx.get_node_id(),
                ray_address=ctx.gcs_address)  # fmt: skip
     write_json(result, res)
     return res
+
+
+def reference_env_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    """The environment a cell's true-reward run trains and is evaluated on: gym.make's keyword
+    arguments and wrapper options from the sweep's ``env.*`` options (``env.kwargs``,
+    ``env.hide_score``, ...), as the learned runs get them. Other options (loop, reward, agent)
+    are the learned side's techniques; the reference agent keeps its defaults."""
+    from prefrl.training.run import TrainConfig
+
+    cfg = TrainConfig()
+    apply_options(cfg, {k: v for k, v in options.items() if k.startswith("env.")})
+    return cfg.env.parsed_kwargs()
 
 
 # ------------------------------------------------------------------------ the driver
