@@ -205,10 +205,15 @@ def test_labellers_see_rendered_game_frames_and_stacks_show_their_last_frame() -
 @pytest.mark.parametrize(("acts", "want"), [(spaces.Discrete(5), True), (spaces.MultiDiscrete([2, 3]), False),
                                           (spaces.Box(-1.0, 1.0, (2,)), False)])  # fmt: skip
 def test_auto_action_heads_for_a_cnn_reward_of_discrete_actions(acts: spaces.Space, want: bool) -> None:
-    """auto: one reward output per action where a CNN reward reads a Discrete action (not for the
-    MLP: vectors keep the one-hot input); an explicit choice wins and reaches the network."""
-    cfg, img, vec = RewardNetConfig(), image((40, 40, 3)), spaces.Box(-1.0, 1.0, (3,))
+    """auto: one reward output per action where a CNN reward reads a Discrete action and not the
+    keypoints' displacement (not for the MLP: vectors keep the one-hot input); an explicit choice
+    wins and reaches the network."""
+    cfg, img, vec = RewardNetConfig(), image((84, 84, 3)), spaces.Box(-1.0, 1.0, (3,))
     assert cfg.resolve_action_heads(img, acts) is want
+    small = image((40, 40, 3))  # keypoints, reading s' by default: the displacement says what was done
+    assert cfg.resolve_next_obs(small) is True and cfg.resolve_action_heads(small, acts) is False
+    assert RewardNetConfig(use_next_obs=False).resolve_action_heads(small, acts) is want
+    assert RewardNetConfig(cnn_features="flat").resolve_action_heads(small, acts) is want
     assert cfg.resolve_action_heads(vec, acts) is False
     assert RewardNetConfig(kind="mlp").resolve_action_heads(img, acts) is False
     assert RewardNetConfig(action_heads=False).resolve_action_heads(img, spaces.Discrete(5)) is False

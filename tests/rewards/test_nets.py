@@ -235,7 +235,7 @@ def test_spatial_cnn_reward_reads_where_the_dot_is_and_learns_it() -> None:
 
     space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
     arch = cnn_architecture(space, features="spatial")
-    assert arch["kernels"] == (3, 3) and cnn_architecture(space)["kernels"] == (4, 3)
+    assert arch["kernels"] == (1,) and cnn_architecture(space)["kernels"] == (4, 3)
     net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial", **arch)
     img = np.zeros((2, 40, 40, 3), np.uint8)
     img[0, 5:8, 5:8, 0] = 255
@@ -260,6 +260,62 @@ def test_spatial_cnn_reward_reads_where_the_dot_is_and_learns_it() -> None:
     np.testing.assert_allclose(again.predict(img, a, img)[0], net.predict(img, a, img)[0], rtol=1e-5)
     with pytest.raises(ValueError, match="flat' or 'spatial"):
         CNNReward(space, gym.spaces.Discrete(5), features="dense")
+
+
+def _dot(ys: list[int], xs: list[int], size: int = 40) -> np.ndarray:
+    """``[n, size, size, 3]`` uint8 images with a 3x3 red dot at each (y, x) and a green one at (30, 30)."""
+    img = np.zeros((len(ys), size, size, 3), np.uint8)
+    for i, (y, x) in enumerate(zip(ys, xs)):
+        img[i, y : y + 3, x : x + 3, 0] = 255
+        img[i, 30:33, 30:33, 1] = 255
+    return img
+
+
+def test_keypoint_cnn_points_at_the_dots_before_training() -> None:
+    """Standardised maps: the red and green channels' keypoints sit on their dots, untrained
+    (pooled 2x2: 20x20 cells from -1 to 1, so pixel p is at (p / 2 - 0.25) / 19 * 2 - 1)."""
+    from prefrl.rewards import CNNReward
+    from prefrl.rewards.nets import cnn_architecture
+
+    space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
+    net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial",
+                    **cnn_architecture(space, features="spatial"))  # fmt: skip
+    kp = net.keypoints(torch.from_numpy(_dot([5, 20], [6, 24])))  # [E, 2, maps, 2]
+    assert kp.shape == (2, 2, 3 + 8, 2)
+
+    def coord(p: float) -> float:  # a 3-pixel dot starting at p, centre p + 1
+        return ((p + 1) / 2 - 0.25) / 19 * 2 - 1
+
+    for i, (y, x) in enumerate([(5, 6), (20, 24)]):
+        np.testing.assert_allclose(kp[:, i, 0].numpy(), [[coord(x), coord(y)]] * 2, atol=0.05)  # red
+        np.testing.assert_allclose(kp[:, i, 1].numpy(), [[coord(30), coord(30)]] * 2, atol=0.05)  # green
+
+
+def test_keypoint_cnn_reading_s_next_sees_the_displacement() -> None:
+    """With ``use_next_obs`` the keypoint CNN reads kp(s) and kp(s') - kp(s) in grid cells (not two
+    stacked images): a dot moved 4 pixels right is 2 pooled cells on the red x, 0 elsewhere; a step
+    that moves nothing reads 0 whatever the images; batched, per member and reloaded alike."""
+    from prefrl.rewards import CNNReward, build_reward_net
+
+    space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
+    net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial", channels=(4,),
+                    kernels=(1,), strides=(1,), hidden=(8,), use_next_obs=True)  # fmt: skip
+    s, moved = torch.from_numpy(_dot([10, 10], [10, 10])), torch.from_numpy(_dot([10, 10], [14, 10]))
+    disp = net.displacement(s, moved)  # [E, 2, maps, 2]
+    assert disp.shape == (2, 2, 3 + 4, 2)
+    np.testing.assert_allclose(disp[:, 0, 0].numpy(), [[2.0, 0.0]] * 2, atol=0.1)  # red moved 2 cells right
+    np.testing.assert_allclose(disp[:, 0, 1].numpy(), 0.0, atol=1e-4)  # green stayed
+    torch.testing.assert_close(disp[:, 1], torch.zeros_like(disp[:, 1]))  # the same image: nothing moved
+    a = torch.tensor([4, 4])
+    r = net(s, a, moved, None)
+    assert r.shape == (2, 2) and not torch.allclose(r[:, 0], r[:, 1])
+    feats = net.encode(s.view(1, 2, 40, 40, 3), a.view(1, 2), moved.view(1, 2, 40, 40, 3), torch.zeros(1, 2))
+    torch.testing.assert_close(net.score(feats).view(2, 2), r)
+    stacked = {k: v.unsqueeze(0).expand(2, *v.shape) for k, v in feats.items()}
+    torch.testing.assert_close(net.score(stacked, per_member=True).view(2, 2), r)
+    again = build_reward_net(net.config)
+    again.load_state_dict(net.state_dict())
+    torch.testing.assert_close(again(s, a, moved, None), r)
 
 
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
@@ -315,10 +371,12 @@ def test_action_heads_need_a_discrete_action_that_the_reward_reads() -> None:
 
 
 @pytest.mark.slow
-def test_action_heads_learn_the_moving_dots_progress_reward_from_pixels() -> None:
+@pytest.mark.parametrize("reads", ["heads", "displacement"])
+def test_keypoint_cnn_learns_the_moving_dots_progress_reward_from_pixels(reads: str) -> None:
     """200 oracle labels of 10-step random clips on the moving dot: the keypoint CNN with one
-    output per action correlates with the true per-step reward on unseen random transitions
-    (offline, seeds 0-2: r = 0.70 / 0.82 / 0.77; 0.03 / 0.43 / 0.18 with a one-hot action input)."""
+    output per action, or reading the keypoints' displacement to s' with a one-hot action (the
+    default), correlates with the true per-step reward on unseen random transitions (offline,
+    seed 0: r = 0.88 with heads, 0.90 reading the displacement; 800 labels 0.89 / 0.95)."""
     import prefrl  # noqa: F401  (registers the environment)
     from prefrl.data import PreferenceDataset, Trajectory, TrajectoryBatch, sample_fragments
     from prefrl.rewards.nets import cnn_architecture
@@ -347,12 +405,12 @@ def test_action_heads_learn_the_moving_dots_progress_reward_from_pixels() -> Non
     data = PreferenceDataset()
     data.add(frags, pairs, SyntheticTeacher("oracle").label(frags, pairs))
     arch = cnn_architecture(env.observation_space, features="spatial")
-    net = CNNReward(env.observation_space, env.action_space, ensemble_size=3, features="spatial",
-                    action_heads=True, **arch)  # fmt: skip
+    kw = {"action_heads": True} if reads == "heads" else {"use_next_obs": True}
+    net = CNNReward(env.observation_space, env.action_space, ensemble_size=3, features="spatial", **kw, **arch)
     RewardTrainer(net, RewardTrainerConfig(epochs=10, val_fraction=0.0)).train(data)
     test = random_episodes(10, 10_000)
     obs = np.concatenate([t.obs[:-1] for t in test])
     acts = np.concatenate([t.acts for t in test])
     rews = np.concatenate([t.rews for t in test])
     pred, _ = net.predict(obs, acts, np.concatenate([t.obs[1:] for t in test]))
-    assert np.corrcoef(pred, rews)[0, 1] > 0.5
+    assert np.corrcoef(pred, rews)[0, 1] > 0.75

@@ -33,8 +33,9 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
+from torch.nn import functional as F
 
-from prefrl.rewards.layers import ACTIVATIONS, EnsembleMLP, soft_argmax
+from prefrl.rewards.layers import ACTIVATIONS, EnsembleMLP, soft_argmax, standardize_maps
 from prefrl.rewards.normalization import RunningNorm
 from prefrl.rewards.spaces import (
     channels_first,
@@ -289,9 +290,9 @@ def cnn_architecture(
 
     Sides up to :data:`SMALL_IMAGE` pixels (e.g. the 40x40 moving dot) get two strided
     convolutions with 8 and 16 channels (kernels 4, 3; strides 4, 2) and one hidden layer of
-    32, cheap enough for a per-step reward on 2 cores; with ``features="spatial"`` two 3x3
-    convolutions of 16 channels (strides 2, 1: the keypoints keep a fine grid) and 64 hidden
-    units. Larger images (Atari's 84x84) get
+    32, cheap enough for a per-step reward on 2 cores; with ``features="spatial"`` (any size)
+    one 1x1 convolution of 8 channels (learned per-pixel mixtures of the colours) and 64
+    hidden units. Larger images (Atari's 84x84) get
     channels 16 32 32, kernels 8 4 3, strides 4 2 1 and 64 hidden units. While the last
     convolution would get an empty input, the largest stride (then kernel) is reduced by one.
 
@@ -304,8 +305,8 @@ def cnn_architecture(
         )
     shape = tuple(obs_space.shape)  # type: ignore[arg-type]
     hw = shape[1:] if channels_first(shape) else shape[:2]
-    if max(hw) <= SMALL_IMAGE and features == "spatial":
-        arch = {"channels": (16, 16), "kernels": (3, 3), "strides": (2, 1), "hidden": (64,)}
+    if features == "spatial":
+        arch = {"channels": (8,), "kernels": (1,), "strides": (1,), "hidden": (64,)}
     elif max(hw) <= SMALL_IMAGE:
         arch = {"channels": (8, 16), "kernels": (4, 3), "strides": (4, 2), "hidden": (32,)}
     else:
@@ -342,11 +343,21 @@ class CNNReward(RewardNet):
     onto the current one along channels (``[2C, H, W]``), so the first convolution sees what
     the step changed (a reward for progress, say, rather than for a place).
 
-    ``features="spatial"`` ends the convolutions in a spatial soft-argmax instead of a flatten:
-    each channel of the last convolution (no activation after it) becomes the expected (x, y)
-    of its softmax over positions, times a learned per-channel sharpness, so the head reads
-    ``2 * channels[-1]`` coordinates: where things are, which is what rewards on small images
-    of objects (a dot and its target) depend on.
+    ``features="spatial"`` reads keypoints instead of a flattened grid (as the agent's
+    :class:`prefrl.agents.policies.SpatialSoftmaxCNN`): the image is average-pooled 2x2 (images
+    of 16 pixels or more), and each of its channels and of the convolutions' output channels
+    (no activation after the last) is standardised over its positions and becomes the expected
+    (x, y) of its softmax, sharpened by a learned per-map factor; the head reads
+    ``2 * (C + channels[-1])`` coordinates: where things are, which is what rewards on small
+    images of objects (a dot and its target) depend on. Standardising makes a small object
+    stand out from the first update (a 3x3 dot sits ~10 standard deviations above a 20x20 map).
+
+    With ``features="spatial"`` and ``use_next_obs`` the two images are not stacked: the same
+    convolutions find the keypoints of ``s`` and of ``s'``, and the head reads ``kp(s)`` and the
+    displacement ``kp(s') - kp(s)`` (in cells of the last convolution's grid), i.e. where
+    things are and how the step moved them. A step that moves nothing (standing still, or
+    pushing into a wall) then has displacement 0 whatever the action was, so the reward can
+    tell a move from a push without ever seeing that push in a labelled clip.
 
     ``action_heads`` (Discrete actions): one output per action instead of a one-hot action
     input, as in :class:`MLPReward`.
@@ -388,22 +399,27 @@ class CNNReward(RewardNet):
         self.chw = channels_first(shape) if chw is None else chw
         c, h, w = shape if self.chw else (shape[2], shape[0], shape[1])
         self.obs_shape = (c, h, w)
-        c *= 1 + int(use_next_obs)
+        self.spatial = features == "spatial"
+        self.motion = self.spatial and use_next_obs  # keypoints of s and s', not stacked images
+        c *= 1 + int(use_next_obs and not self.motion)
         e = ensemble_size
         layers: list[nn.Module] = []
         in_c = c
         for out_c, k, s in zip(channels, kernels, strides):
             layers += [nn.Conv2d(in_c * e, out_c * e, k, s, groups=e), ACTIVATIONS[activation]()]
             in_c = out_c
-        self.spatial = features == "spatial"
+        self.pool = 2 if self.spatial and min(h, w) >= 16 else 1
         if self.spatial:
             layers.pop()  # the soft-argmax reads the last convolution's logits
-            self.sharpness = nn.Parameter(torch.ones(e * in_c))
+            self.maps = c + in_c  # keypoints of the (pooled) input channels and of the conv outputs
+            self.sharpness = nn.Parameter(torch.ones(e * self.maps))
         self.conv = nn.Sequential(*layers)
         with torch.no_grad():
-            n_flat = self.conv(torch.zeros(1, c * e, h, w)).flatten(1).shape[1] // e
+            grid = self.conv(torch.zeros(1, c * e, h // self.pool, w // self.pool))
+        n_flat = grid.flatten(1).shape[1] // e
+        self.cells = 0.5 * (max(grid.shape[-2:]) - 1)  # keypoint units in [-1, 1] -> grid cells
         if self.spatial:
-            n_flat = 2 * in_c
+            n_flat = 2 * self.maps * (1 + int(self.motion))
         d_vec = flat_dim(action_space) * (use_act and not action_heads) + int(use_done)
         self.head = EnsembleMLP(e, n_flat + d_vec, hidden, n_out, activation)
         self._init_reward_head(e, output)
@@ -451,6 +467,8 @@ class CNNReward(RewardNet):
     def _score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
         img, e = feats["img"], self.ensemble_size
         c, h, w = self.image_shape
+        if self.motion:  # [*, 2C, H, W] -> s and s' as one batch of 2M images [2M(, E), C, H, W]
+            img = torch.cat(img.split(c, -3), int(per_member))
         if per_member:
             lead = img.shape[1:-3]
             x = img.reshape(e, -1, c, h, w).transpose(0, 1).reshape(-1, e * c, h, w)
@@ -459,16 +477,50 @@ class CNNReward(RewardNet):
             x = img.reshape(-1, c, h, w)
             x = x.repeat(1, e, 1, 1) if e > 1 else x
         x = x.float().mul_(1.0 / 255.0)
-        z = self.conv(x)  # [M, E*C', H', W']
         if self.spatial:
-            z = soft_argmax(z * self.sharpness.view(1, -1, 1, 1))  # [M, E*C', 2]
-        z = z.flatten(1)  # [M, E*F]
+            z = self._keypoints(F.avg_pool2d(x, self.pool) if self.pool > 1 else x)  # [M, E, F]
+        else:
+            z = self.conv(x).flatten(1)  # [M, E*F]
         z = z.view(z.shape[0], e, -1).transpose(0, 1)  # [E, M, F]
+        if self.motion:  # [E, 2M, F] -> [E, M, 2F]: kp(s), (kp(s') - kp(s)) in grid cells
+            now, nxt = z.chunk(2, 1)
+            z = torch.cat([now, (nxt - now) * self.cells], -1)
+            lead = (lead[0] // 2, *lead[1:])
         if "vec" in feats:
             v = feats["vec"]
             v = v.reshape(e, -1, v.shape[-1]) if per_member else v.reshape(1, -1, v.shape[-1])
             z = torch.cat([z, v.expand(e, -1, -1)], -1)
         return self._pick(self.head(z, per_member=True), feats, per_member).reshape(e, *lead)
+
+    @torch.no_grad()
+    def keypoints(self, obs: Any) -> torch.Tensor:
+        """Keypoint features (``features="spatial"``) of raw images ``[*lead, H, W, C]`` (or CHW):
+        ``[E, *lead, maps, 2]`` (x, y) in [-1, 1], the input channels' first, then the convolutions'."""
+        if not self.spatial:
+            raise ValueError("keypoints need a keypoint CNN (features='spatial')")
+        img = to_tensor(obs, self.device)
+        img = img if self.chw else img.movedim(-1, -3)
+        lead, (c, h, w), e = img.shape[:-3], self.obs_shape, self.ensemble_size
+        x = img.reshape(-1, c, h, w).float().mul_(1.0 / 255.0).repeat(1, e, 1, 1)
+        kp = self._keypoints(F.avg_pool2d(x, self.pool) if self.pool > 1 else x)  # [M, E, maps*2]
+        return kp.view(-1, e, self.maps, 2).transpose(0, 1).reshape(e, *lead, self.maps, 2)
+
+    def displacement(self, obs: Any, next_obs: Any) -> torch.Tensor:
+        """``[E, *lead, maps, 2]``: how far each keypoint moved from ``obs`` to ``next_obs``, in cells
+        of the keypoint grid (what the head reads with ``use_next_obs``)."""
+        return (self.keypoints(next_obs) - self.keypoints(obs)) * self.cells
+
+    def _keypoints(self, x: torch.Tensor) -> torch.Tensor:
+        """Images ``[M, E*C, H, W]`` (each member's copy) -> ``[M, E, 2 * (C + C')]``: the
+        standardised input channels' and conv outputs' soft-argmax (x, y), member by member."""
+        m, e = x.shape[0], self.ensemble_size
+        sharp = self.sharpness.view(e, self.maps)
+        c = x.shape[1] // e
+        kps = []
+        for maps, s in ((x, sharp[:, :c]), (self.conv(x), sharp[:, c:])):  # grids may differ in size
+            kp = soft_argmax(standardize_maps(maps) * s.reshape(1, -1, 1, 1))  # [M, E*n, 2]
+            kps.append(kp.view(m, e, -1, 2))
+        return torch.cat(kps, 2).view(m, e, -1)
 
 
 class ShapedReward(RewardNet):
