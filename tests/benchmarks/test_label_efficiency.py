@@ -65,7 +65,8 @@ def test_true_reward_runs_are_reused_across_label_budgets_and_options(tmp_path) 
 def test_true_reward_run_gets_the_learned_runs_environment_options() -> None:
     from prefrl.sweep.runner import reference_env_kwargs
 
-    opts = {"env.kwargs": '{"size": 32}', "env.hide_score": True, "reward.hidden": [8], "loop.fragment_length": 10}
+    opts = {"env.kwargs": '{"size": 32}', "env.hide_score": True, "reward.hidden": [8],
+            "loop.fragment_length": 10}  # fmt: skip
     assert reference_env_kwargs(opts) == {"size": 32, "hide_score": True}
     assert reference_env_kwargs({"agent.learning_rate": 0.1}) == {}
 

@@ -406,7 +406,8 @@ def test_keypoint_cnn_learns_the_moving_dots_progress_reward_from_pixels(reads: 
     data.add(frags, pairs, SyntheticTeacher("oracle").label(frags, pairs))
     arch = cnn_architecture(env.observation_space, features="spatial")
     kw = {"action_heads": True} if reads == "heads" else {"use_next_obs": True}
-    net = CNNReward(env.observation_space, env.action_space, ensemble_size=3, features="spatial", **kw, **arch)
+    space = env.observation_space
+    net = CNNReward(space, env.action_space, ensemble_size=3, features="spatial", **kw, **arch)
     RewardTrainer(net, RewardTrainerConfig(epochs=10, val_fraction=0.0)).train(data)
     test = random_episodes(10, 10_000)
     obs = np.concatenate([t.obs[:-1] for t in test])
