@@ -378,18 +378,25 @@ def test_recorded_segments_are_exact_transitions(tmp_path: Path, autoreset: str)
     np.testing.assert_array_equal(f.start, obs[:, 0, 1])  # provenance: start step in its episode
 
 
-@pytest.mark.parametrize("obs_type", ["state", "pixels"])
+@pytest.mark.parametrize("obs_type", ["state", "pixels", "pixels-next"])
 @pytest.mark.parametrize("process", [True, False])
 def test_rewarder_process_gives_the_networks_rewards(tmp_path: Path, obs_type: str, process: bool) -> None:
-    venv = gym.make_vec(ENV, num_envs=3, vectorization_mode="sync", obs_type=obs_type, size=40)
-    net = default_net(venv.single_observation_space, venv.single_action_space)  # type: ignore[arg-type]
+    """The rewards the agent sees are the network's, with or without a rewarder process (a reward
+    that reads s', here the keypoints' displacement, is scored once the step is made)."""
+    venv = gym.make_vec(ENV, num_envs=3, vectorization_mode="sync", obs_type=obs_type[:6], size=40)
+    obs_space, act_space = venv.single_observation_space, venv.single_action_space
+    if obs_type == "pixels-next":
+        net = CNNReward(obs_space, act_space, features="spatial", channels=(4,), kernels=(1,), strides=(1,),
+                        hidden=(16,), use_next_obs=True)  # fmt: skip
+    else:
+        net = default_net(obs_space, act_space)  # type: ignore[arg-type]
     path = save_reward_net(net, tmp_path / "r.safetensors")
     env = PreferenceVectorEnv(
         venv, reward_path=str(path), learned_after=0, max_train_steps=0, normalize=False,
         reward_process=process, **FAST,
     )  # fmt: skip
     obs, _ = env.reset(seed=0)
-    assert ("rewarder" in env.background_pids()) == process
+    assert ("rewarder" in env.background_pids()) == (process and obs_type != "pixels-next")
     rng = np.random.default_rng(0)
     for _ in range(60):
         a = rng.integers(0, 5, 3)

@@ -1,7 +1,7 @@
 """The per-step learned reward, computed in a process of its own while the env steps.
 
 A reward model that reads only ``(obs, act)`` (the defaults: ``MLPReward`` without
-``use_next_obs`` / ``use_done``, ``CNNReward`` without ``use_done``) can score step ``t``
+``use_next_obs`` / ``use_done``, ``CNNReward`` without them) can score step ``t``
 before the wrapped environment has made it. The wrapper hands ``obs_t`` and ``a_t`` to the
 *rewarder* process when ``step()`` starts, steps the environment meanwhile, and collects
 the rewards when the environment returns: on a machine with a core to spare the reward
@@ -31,7 +31,7 @@ def overlappable(net: RewardNet) -> bool:
     if type(net) is MLPReward:
         return not (net.use[2] or net.use[3])
     if type(net) is CNNReward:
-        return not net.use_done
+        return not (net.use_next_obs or net.use_done)
     return False
 
 
