@@ -478,7 +478,7 @@ class CNNReward(RewardNet):
             x = x.repeat(1, e, 1, 1) if e > 1 else x
         x = x.float().mul_(1.0 / 255.0)
         if self.spatial:
-            z = self._keypoints(F.avg_pool2d(x, self.pool) if self.pool > 1 else x)  # [M, E, F]
+            z = self._keypoints(x)  # [M, E, F]
         else:
             z = self.conv(x).flatten(1)  # [M, E*F]
         z = z.view(z.shape[0], e, -1).transpose(0, 1)  # [E, M, F]
@@ -502,7 +502,7 @@ class CNNReward(RewardNet):
         img = img if self.chw else img.movedim(-1, -3)
         lead, (c, h, w), e = img.shape[:-3], self.obs_shape, self.ensemble_size
         x = img.reshape(-1, c, h, w).float().mul_(1.0 / 255.0).repeat(1, e, 1, 1)
-        kp = self._keypoints(F.avg_pool2d(x, self.pool) if self.pool > 1 else x)  # [M, E, maps*2]
+        kp = self._keypoints(x)  # [M, E, maps*2]
         return kp.view(-1, e, self.maps, 2).transpose(0, 1).reshape(e, *lead, self.maps, 2)
 
     def displacement(self, obs: Any, next_obs: Any) -> torch.Tensor:
@@ -511,8 +511,9 @@ class CNNReward(RewardNet):
         return (self.keypoints(next_obs) - self.keypoints(obs)) * self.cells
 
     def _keypoints(self, x: torch.Tensor) -> torch.Tensor:
-        """Images ``[M, E*C, H, W]`` (each member's copy) -> ``[M, E, 2 * (C + C')]``: the
-        standardised input channels' and conv outputs' soft-argmax (x, y), member by member."""
+        """Images ``[M, E*C, H, W]`` in [0, 1] (each member's copy) -> ``[M, E, 2 * (C + C')]``: the
+        pooled, standardised input channels' and conv outputs' soft-argmax (x, y), member by member."""
+        x = F.avg_pool2d(x, self.pool) if self.pool > 1 else x
         m, e = x.shape[0], self.ensemble_size
         sharp = self.sharpness.view(e, self.maps)
         c = x.shape[1] // e
