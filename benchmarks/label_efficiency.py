@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from prefrl.agents.evaluate import evaluate_returns
-from prefrl.agents.sb3 import ALGOS, check_env_id, make_env, resolve_algo
+from prefrl.agents.evaluate import DETERMINISTIC, evaluate_returns, evaluation_mode
+from prefrl.agents.sb3 import ALGOS, check_env_id, load_agent, make_env, resolve_algo
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.sweep.report import normalized_score
 from prefrl.sweep.runner import (
@@ -109,9 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     suffix = "".join(f"-{k}={v}" for k, v in sorted(named.items()))
     out = Path(a.out) / f"{a.env}-{a.agent}-{a.teacher}-{a.labels}l-{a.steps}s{suffix}"
     a.env_kwargs = reference_env_kwargs({sweep_name(k): v for k, v in a.loop_options.items()})
+    a.evaluation = evaluation_mode(a.env, a.env_kwargs)
     random_ret = float(evaluate_returns(a.env, None, a.eval_episodes, env_kwargs=a.env_kwargs).mean())
     if a.combine:
-        adopt_oracles(out, Path(a.out), a.env, a.agent, a.steps, a.env_kwargs)
+        adopt_oracles(out, Path(a.out), a.env, a.agent, a.steps, a.env_kwargs, a.evaluation)
     else:
         failed = run_seeds(a, out)
         if failed:
@@ -123,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{out}: {a.only} results written; score them with --combine once the other side is done",
               file=sys.stderr)  # fmt: skip
         return 0
+    reevaluate(out, a.env, a.agent, a.env_kwargs, a.eval_episodes)
     res = combine(out, random_ret)
     res.update(env=a.env, agent=a.agent, teacher=a.teacher, labels=a.labels, steps=a.steps,
                iterations=a.iterations, loop_options=a.loop_options, method=a.method,
@@ -202,20 +204,24 @@ def apply_options(cfg: TrainConfig, options: dict[str, object]) -> None:
 
 
 def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int,
-                env_kwargs: dict[str, Any] | None = None) -> Path | None:  # fmt: skip
+                env_kwargs: dict[str, Any] | None = None,
+                evaluation: str | None = None) -> Path | None:  # fmt: skip
     """An oracle result for this seed in any benchmark directory under ``root``, if one exists.
 
     The true-reward run depends only on env (its id and ``env_kwargs``, which each result
     records; none recorded: made before it was, with none), agent, steps and seed, so one
     made for another label budget, teacher or option is reused instead of trained again.
+    With ``evaluation`` (``"sampled"`` or ``"deterministic"``) only a result evaluated that
+    way matches (none recorded: deterministic, as every result was before the rule).
     """
     want = env_kwargs or {}
     for found in sorted(root.glob(f"{env}-{agent}-*-*l-{steps}s*/seed{seed}-oracle.json")):
         try:
-            if json.loads(found.read_text()).get("env_kwargs", {}) == want:
-                return found
+            res = json.loads(found.read_text())
         except (OSError, ValueError):
             continue  # an unreadable result is not a match (its own benchmark reports it)
+        if res.get("env_kwargs", {}) == want and evaluation in (None, res.get("eval") or DETERMINISTIC):
+            return found
     return None
 
 
@@ -225,13 +231,16 @@ def seed_of(result: Path) -> int:
 
 
 def adopt_oracles(out: Path, root: Path, env: str, agent: str, steps: int,
-                  env_kwargs: dict[str, Any] | None = None) -> None:  # fmt: skip
+                  env_kwargs: dict[str, Any] | None = None,
+                  evaluation: str | None = None) -> None:  # fmt: skip
     """Copy into ``out`` the true-reward result of each learned seed there that has none, from
     any benchmark directory under ``root`` (:func:`find_oracle`), so ``--combine`` scores runs
     whose oracle was trained for another budget or option set."""
     for seed in map(seed_of, sorted(out.glob("seed*-learned.json"))):
         target = out / f"seed{seed}-oracle.json"
-        found = None if target.exists() else find_oracle(root, env, agent, steps, seed, env_kwargs)
+        found = (
+            None if target.exists() else find_oracle(root, env, agent, steps, seed, env_kwargs, evaluation)
+        )
         if found is not None:
             target.write_bytes(found.read_bytes())
             print(f"seed {seed}: oracle reused from {found.parent.name}", file=sys.stderr, flush=True)
@@ -260,7 +269,9 @@ def run_seeds(a: argparse.Namespace, out: Path) -> list[str]:
 
     def files(c: Cell) -> CellFiles:
         oracle = c.kind == "oracle"
-        reuse = find_oracle(root, c.env, c.agent, c.steps, c.seed, a.env_kwargs) if oracle else None
+        reuse = (
+            find_oracle(root, c.env, c.agent, c.steps, c.seed, a.env_kwargs, a.evaluation) if oracle else None
+        )
         return CellFiles(out / f"{c.kind}-seed{c.seed}", out / f"seed{c.seed}-{c.kind}.json",
                          out / f"seed{c.seed}-{c.kind}-error.txt", reuse)  # fmt: skip
 
@@ -270,6 +281,33 @@ def run_seeds(a: argparse.Namespace, out: Path) -> list[str]:
 
     out.mkdir(parents=True, exist_ok=True)
     return list(run_cells(sc, cells, options, files, report).failed)
+
+
+def reevaluate(out: Path, env: str, agent: str, env_kwargs: dict[str, Any] | None, episodes: int) -> None:
+    """Bring each per-seed result in ``out`` to today's evaluation of this environment
+    (:func:`prefrl.agents.evaluate.evaluation_mode`): one evaluated the other way (none
+    recorded: deterministic, as every result was before the rule) is evaluated again from its
+    saved policy, without training; both returns stay in its ``returns_by_eval``. A result whose
+    policy is gone keeps its evaluation (``combine`` then reports ``"eval": "mixed"``)."""
+    mode = evaluation_mode(env, env_kwargs)
+    for path in sorted(out.glob("seed*-*.json")):
+        res = json.loads(path.read_text())
+        old = res.get("eval") or DETERMINISTIC
+        if old == mode:
+            continue
+        policy = out / f"{path.stem.split('-')[1]}-seed{seed_of(path)}" / "policy.zip"
+        if not policy.exists():
+            print(f"{path.name}: evaluated {old}, not {mode}, and {policy} is gone: kept as it is",
+                  file=sys.stderr)  # fmt: skip
+            continue
+        ret = float(evaluate_returns(env, load_agent(agent, policy), episodes, env_kwargs=env_kwargs,
+                                     deterministic=mode == DETERMINISTIC).mean())  # fmt: skip
+        res["returns_by_eval"] = {**res.get("returns_by_eval", {}), old: res["return"], mode: ret}
+        res.update({"return": ret, "eval": mode})
+        write_json(path, res)
+        before = res["returns_by_eval"][old]
+        print(f"{path.name}: evaluated again with {mode} actions: {ret:.1f} ({old}: {before:.1f})",
+              file=sys.stderr, flush=True)  # fmt: skip
 
 
 def train_wall(result: dict[str, Any]) -> float:
@@ -304,6 +342,8 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     selection = {learned[s].get("query_selection") for s in seeds}
     if len(selection) == 1 and None not in selection:  # uniform, or the disagreement measure
         extra["query_selection"] = selection.pop()
+    evals = {r.get("eval") or DETERMINISTIC for r in (*learned.values(), *oracle.values())}
+    extra["eval"] = evals.pop() if len(evals) == 1 else "mixed"
     for key in ("selection_from", "selection_share"):  # labels before disagreement; its share
         got = {learned[s].get(key) for s in seeds}
         if len(got) == 1 and None not in got:

@@ -98,7 +98,8 @@ def comparable(preset: dict[str, object]) -> dict[str, object]:
 
 def options(result: dict[str, Any]) -> str:
     """The options a result was run with, as ``name=value`` text (empty for defaults): a
-    technique preset by name, a teacher other than the oracle, explicit options."""
+    technique preset by name, a teacher other than the oracle, explicit options, and the
+    evaluation where it was not the policy's mean action (``eval=sampled``)."""
     method = result.get("method", "baseline")
     named = loop_options(result)
     preset = comparable(presets().get(method, {}))
@@ -113,6 +114,8 @@ def options(result: dict[str, Any]) -> str:
         named["iterations"] = result["iterations"]
     if result.get("series"):
         named["series"] = result["series"]
+    if result.get("eval") not in (None, "deterministic"):  # sampled actions (discrete on images), or mixed
+        named["eval"] = result["eval"]
     return " ".join(f"{k}={v}" for k, v in sorted(named.items()))
 
 

@@ -32,7 +32,8 @@ DIFFERENT_CONCEPTS = {
     "hidden": "the reward network's layers vs a shaping potential's (none: linear)",
     "seed": "evaluation episodes use seeds apart from training (10000 on) so they are unseen",
     "algo": "rollouts records with a named agent; training picks one from the action space",
-    "deterministic": "evaluation scores the policy's mean action; rollouts record its behaviour",
+    "deterministic": "evaluation: the mean action, sampled for discrete actions on images (auto); rollouts "
+    "record the behaviour",
     "episodes": "evaluate: episodes scored; rollouts: optional episode count (else steps)",
     "policy": "different things: SB3 policy class vs a policy file",
     "steps": "different things: steps to record, optimiser steps of a shaping fit, a sweep's run length",

@@ -86,6 +86,9 @@ def test_query_selection_is_read_from_what_the_runs_recorded_or_the_default_of_t
     assert ab.method_of({"method": "baseline", "loop_options": spelled, "query_selection": "probability"},
                         presets) == ("active_warm", False)  # fmt: skip
     assert sm.options({"method": "active", "loop_options": dict(presets["active"])}) == "method=active"
+    # the evaluation is named where actions were sampled (discrete actions on images), not otherwise
+    assert sm.options({"loop_options": {}, "eval": "sampled"}) == "eval=sampled"
+    assert sm.options({"loop_options": {}, "eval": "deterministic"}) == ""
 
 
 def test_two_results_for_one_cell_keep_the_one_with_more_seeds(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -60,6 +60,41 @@ def test_true_reward_runs_are_reused_across_label_budgets_and_options(tmp_path) 
         other / "seed1-oracle.json"
     )
     assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 100_000, 1) == done / "seed1-oracle.json"
+    # evaluated another way than the benchmark evaluates now: not a match (none recorded: deterministic)
+    assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 100_000, 1, evaluation="deterministic") == (
+        done / "seed1-oracle.json"
+    )
+    assert le.find_oracle(tmp_path, "Hopper-v5", "sac", 100_000, 1, evaluation="sampled") is None
+
+
+def test_results_evaluated_the_old_way_are_evaluated_again_from_their_policy(tmp_path: Path, capsys) -> None:
+    """A moving-dot result written before discrete policies on images were evaluated by sampling
+    is evaluated again from its saved policy (no training); one whose policy is gone is kept and
+    the combined result says the evaluations are mixed."""
+    from prefrl.agents.evaluate import evaluate_returns
+    from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+
+    le = _module()
+    env, kw = "prefrl/MovingDot-v0", {"size": 16, "max_steps": 30}
+    agent = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32), make_vec_env(env, 1, kw), seed=0)
+    out = tmp_path / "bench"
+    (out / "learned-seed0").mkdir(parents=True)
+    agent.save(str(out / "learned-seed0" / "policy.zip"))
+    (out / "seed0-learned.json").write_text(json.dumps({"return": 1.5, "train_wall_s": 2.0, "cpu_s": 2.0}))
+    (out / "seed1-learned.json").write_text(json.dumps({"return": 3.0, "train_wall_s": 2.0, "cpu_s": 2.0}))
+    oracle = {"return": 20.0, "eval": "sampled", "train_wall_s": 1.0, "cpu_s": 1.0}
+    (out / "seed0-oracle.json").write_text(json.dumps(oracle))
+    le.reevaluate(out, env, "ppo", kw, 3)
+    got = json.loads((out / "seed0-learned.json").read_text())
+    want = float(evaluate_returns(env, agent, 3, env_kwargs=kw, deterministic=False).mean())
+    assert got["eval"] == "sampled" and got["return"] == pytest.approx(want)
+    assert got["returns_by_eval"] == {"deterministic": 1.5, "sampled": pytest.approx(want)}
+    assert got["train_wall_s"] == 2.0  # the rest of the result is kept
+    assert json.loads((out / "seed1-learned.json").read_text()) == {"return": 3.0, "train_wall_s": 2.0,
+                                                                     "cpu_s": 2.0}  # fmt: skip
+    assert json.loads((out / "seed0-oracle.json").read_text()) == oracle  # already sampled
+    assert "seed1-learned.json: evaluated deterministic, not sampled" in capsys.readouterr().err
+    assert le.combine(out, 0.0)["eval"] == "mixed"
 
 
 def test_true_reward_run_gets_the_learned_runs_environment_options() -> None:
@@ -89,7 +124,8 @@ def test_committed_per_seed_files_combine_to_the_committed_result(tmp_path: Path
     assert le.main([*args, "--combine"]) == 0
     res = _last_json(capsys)
     old = json.loads((COMMITTED / "result.json").read_text())
-    assert set(res) == set(old) and json.loads((out / "result.json").read_text()) == res
+    assert res.pop("eval") == "deterministic"  # recorded since the evaluation rule; Pendulum's is unchanged
+    assert set(res) == set(old) and json.loads((out / "result.json").read_text())["seeds"] == res["seeds"]
     for k, v in old.items():
         if k != "wall_s":
             assert res[k] == (pytest.approx(v) if isinstance(v, float) else v), k

@@ -179,6 +179,7 @@ def test_pong_trains_end_to_end_with_a_cnn_reward(tmp_path: Path) -> None:
     assert code == 0
     report = json.loads((run / "report.json").read_text())
     assert report["agent"] == "ppo"  # chosen from the discrete action space
+    assert report["eval"] == "sampled"  # discrete actions on images: sampled, as RL Zoo evaluates Atari
     assert np.isfinite(report["true_return"]) and report["labels_used"] > 0
     net = load_reward_net(run / "reward.safetensors")
     assert isinstance(net, CNNReward) and net.image_shape == (4, 84, 84)

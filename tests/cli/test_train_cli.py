@@ -192,6 +192,7 @@ def test_evaluate_measures_true_return_and_records_video(
     assert main(["evaluate", str(run), "--episodes", "2", "--videos", "1"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["episodes"] == 2 and -2000 < out["true_return"] <= 0 and out["random_return"] < 0
+    assert out["eval"] == "deterministic"  # continuous actions: the mean action
     assert (run / "videos" / "episode_0.mp4").stat().st_size > 1000
     assert json.loads((run / "evaluation.json").read_text()) == out
 

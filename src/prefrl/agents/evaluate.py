@@ -5,10 +5,43 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import make_env
+from prefrl.rewards.spaces import is_image_space
+
+SAMPLED, DETERMINISTIC = "sampled", "deterministic"
+"""The two ways a policy is evaluated (see :func:`samples_actions`)."""
+
+
+def samples_actions(env: gym.Env) -> bool:
+    """Whether a policy is evaluated by sampling its actions (``True``) rather than by its most
+    likely / mean action: for ``Discrete`` actions on image observations (a ``uint8`` image,
+    or a Dict holding one), as RL Baselines3 Zoo evaluates Atari and MiniGrid policies.
+
+    There, the argmax of a policy that still hesitates between two moves can repeat one
+    state-action loop until the time limit (a dot stepping back and forth beside its target),
+    whereas the policy that was trained, the sampling one, leaves it. Continuous actions (the
+    mean action) and vector observations keep deterministic evaluation. Learned and
+    true-reward agents of a benchmark are evaluated the same way.
+    """
+    obs = env.observation_space
+    subspaces = obs.spaces.values() if isinstance(obs, spaces.Dict) else [obs]
+    images = any(is_image_space(s) for s in subspaces)
+    return isinstance(env.action_space, spaces.Discrete) and images
+
+
+def evaluation_mode(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:
+    """``"sampled"`` or ``"deterministic"``: how :func:`evaluate_returns` evaluates a policy on
+    this environment by default (:func:`samples_actions`)."""
+    env = make_env(env_id, env_kwargs)
+    try:
+        return SAMPLED if samples_actions(env) else DETERMINISTIC
+    finally:
+        env.close()
 
 
 def evaluate_returns(
@@ -17,20 +50,30 @@ def evaluate_returns(
     n_episodes: int = 10,
     seed: int = 10_000,
     env_kwargs: dict[str, Any] | None = None,
-    deterministic: bool = True,
+    deterministic: bool | None = None,
     video_dir: str | Path | None = None,
     fps: int = 30,
 ) -> np.ndarray:
     """``[n_episodes]`` true returns of ``agent`` (random actions when ``None``).
 
-    With ``video_dir``, each episode is also written as ``episode_<i>.mp4`` there.
+    ``deterministic``: act by the policy's most likely (mean) action, or sample; ``None``
+    (default): as :func:`samples_actions` says for this environment; sampled actions are drawn
+    from a torch generator seeded with ``seed`` (the same returns on every call), leaving the
+    global one as it was. With ``video_dir``, each episode is also written as ``episode_<i>.mp4``
+    there.
     """
+    import torch
+
     env = make_env(env_id, env_kwargs, render=video_dir is not None)
+    if deterministic is None:
+        deterministic = not samples_actions(env)
     policy = None if agent is None else (lambda o: agent.predict(o, deterministic=deterministic)[0])
     try:
-        batch = collect_episodes(
-            env, n_episodes=n_episodes, policy=policy, seed=seed, render=video_dir is not None
-        )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            batch = collect_episodes(
+                env, n_episodes=n_episodes, policy=policy, seed=seed, render=video_dir is not None
+            )
     finally:
         env.close()
     if video_dir is not None:

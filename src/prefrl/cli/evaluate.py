@@ -8,8 +8,9 @@ from pathlib import Path
 
 import tyro
 
-from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.evaluate import DETERMINISTIC, SAMPLED, evaluate_returns, evaluation_mode
 from prefrl.agents.sb3 import AUTO, load_agent, make_env, resolve_algo
+from prefrl.config_types import OptBool
 from prefrl.storage.checkpoint import dumps, read_json, write_json
 from prefrl.training.run_config import EnvConfig
 
@@ -26,8 +27,10 @@ class EvaluateConfig:
     """Record this many of the episodes as MP4 files in RUN/videos/ (0: none)."""
     policy: str = "policy.zip"
     """Policy file inside the run directory."""
-    deterministic: bool = True
-    """Act deterministically (the policy's mean action)."""
+    deterministic: OptBool = None
+    """Act by the policy's most likely (mean) action (true), or sample actions (false). None
+    (auto): sample for discrete actions on image observations (as RL Baselines3 Zoo evaluates
+    Atari policies, whose argmax can loop until the time limit), else deterministic."""
     seed: int = 10_000
     """Seed of the evaluation episodes."""
 
@@ -42,12 +45,16 @@ def evaluate_run(cfg: EvaluateConfig) -> dict[str, float]:
         algo = resolve_algo(algo, probe.action_space)
         probe.close()
     agent = load_agent(algo, run / cfg.policy, backend=conf["agent"].get("backend", "sb3"))
-    rets = evaluate_returns(env_id, agent, cfg.episodes, cfg.seed, env_kwargs, cfg.deterministic)
+    if cfg.deterministic is None:
+        mode = evaluation_mode(env_id, env_kwargs)
+    else:
+        mode = DETERMINISTIC if cfg.deterministic else SAMPLED
+    rets = evaluate_returns(env_id, agent, cfg.episodes, cfg.seed, env_kwargs, mode == DETERMINISTIC)
     rand = evaluate_returns(env_id, None, cfg.episodes, cfg.seed, env_kwargs)
     if cfg.videos > 0:
-        evaluate_returns(env_id, agent, cfg.videos, cfg.seed, env_kwargs, cfg.deterministic,
+        evaluate_returns(env_id, agent, cfg.videos, cfg.seed, env_kwargs, mode == DETERMINISTIC,
                          video_dir=run / "videos")  # fmt: skip
-    result = {"env": env_id, "episodes": cfg.episodes, "true_return": float(rets.mean()),
+    result = {"env": env_id, "episodes": cfg.episodes, "eval": mode, "true_return": float(rets.mean()),
               "true_return_std": float(rets.std()), "random_return": float(rand.mean())}  # fmt: skip
     write_json(run / "evaluation.json", result)
     return result

@@ -178,7 +178,7 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
     import ray
     import torch
 
-    from prefrl.agents.evaluate import train_on_true_reward
+    from prefrl.agents.evaluate import evaluation_mode, train_on_true_reward
     from prefrl.agents.sb3 import AgentConfig
     from prefrl.training.run import TrainConfig, train
     from prefrl.training.run_config import parse_args
@@ -200,7 +200,8 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
             apply_options(cfg, options)
             cfg.agent.algo = c.agent
         rep = train(cfg)
-        res = {"return": rep["true_return"], "train_wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
+        res = {"return": rep["true_return"], "eval": rep.get("eval"),
+               "train_wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
                "labels_used": rep["labels_used"], "reward_accuracy": rep.get("reward_accuracy"),
                **resolved_reward(run)}  # fmt: skip
     else:
@@ -208,7 +209,8 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
         ret, wall, cpu = train_on_true_reward(
             agent_cfg, c.env, c.steps, c.seed, run, eval_episodes, initial_steps(c.steps), env_kwargs
         )
-        res = {"return": ret, "train_wall_s": wall, "cpu_s": cpu, "env_kwargs": env_kwargs}
+        res = {"return": ret, "eval": evaluation_mode(c.env, env_kwargs), "train_wall_s": wall, "cpu_s": cpu,
+               "env_kwargs": env_kwargs}  # fmt: skip
     ctx = ray.get_runtime_context()
     res.update(cell=dataclasses.asdict(c), wall_s=time.perf_counter() - t0, node_id=ctx.get_node_id(),
                ray_address=ctx.gcs_address)  # fmt: skip

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
 from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.sb3 import (
@@ -259,8 +259,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         loop.agent.save(str(r.run_dir / "policy.zip"))
         rets = evaluate_returns(cfg.env.id, loop.agent, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=r.env_kwargs)
-        report.update(agent=cfg.agent.algo, env_steps=loop.env_steps, true_return=float(rets.mean()),
-                      true_return_std=float(rets.std()), random_return=float(rand.mean()))  # fmt: skip
+        mode = evaluation_mode(cfg.env.id, r.env_kwargs)
+        report.update(agent=cfg.agent.algo, env_steps=loop.env_steps, eval=mode,
+                      true_return=float(rets.mean()), true_return_std=float(rets.std()),
+                      random_return=float(rand.mean()))  # fmt: skip
     report["reward_accuracy"] = reward_accuracy(cfg, loop.net, loop.agent)
     report["label_tie_fraction"] = tie_fraction(loop.dataset.labels)
     if cfg.final_agent_steps > 0 and loop.agent is not None:
@@ -298,7 +300,7 @@ def format_report(rep: dict[str, Any]) -> str:
     if "true_return" in rep:
         lines.append(
             f"true return of final policy : {rep['true_return']:.1f} "
-            f"(random policy: {rep['random_return']:.1f})"
+            f"(random policy: {rep['random_return']:.1f}; {rep.get('eval', 'deterministic')} actions)"
         )
     if "fresh_agent_true_return" in rep:
         lines.append(f"fresh agent on final reward : {rep['fresh_agent_true_return']:.1f}")

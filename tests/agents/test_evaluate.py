@@ -1,0 +1,65 @@
+"""How policies are evaluated: sampled actions for discrete actions on images, the mean action
+elsewhere; sampled evaluations are reproducible and leave torch's generator alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+import prefrl  # noqa: F401  (registers prefrl/MovingDot-v0)
+from prefrl.agents.evaluate import evaluate_returns, evaluation_mode, samples_actions
+from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
+
+
+class DictImageEnv(gym.Env):  # type: ignore[type-arg]
+    """A Dict observation holding an image and a vector; ``Discrete`` or ``Box`` actions."""
+
+    def __init__(self, discrete: bool = True) -> None:
+        self.observation_space = spaces.Dict(
+            {"image": spaces.Box(0, 255, (8, 8, 3), np.uint8), "vec": spaces.Box(-1, 1, (2,), np.float32)}
+        )
+        self.action_space = spaces.Discrete(3) if discrete else spaces.Box(-1, 1, (2,), np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        return self.observation_space.sample(), 0.0, False, True, {}
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "want"),
+    [
+        ("prefrl/MovingDot-v0", {}, "sampled"),  # Discrete actions, uint8 images
+        ("prefrl/MovingDot-v0", {"obs_type": "state"}, "deterministic"),  # the same task from a vector
+        ("CartPole-v1", {}, "deterministic"),
+        ("Pendulum-v1", {}, "deterministic"),
+    ],
+)
+def test_discrete_actions_on_images_are_evaluated_by_sampling(env_id: str, kwargs: dict, want: str) -> None:
+    assert evaluation_mode(env_id, kwargs) == want
+
+
+def test_a_dict_observation_with_an_image_counts_as_images() -> None:
+    assert samples_actions(DictImageEnv(discrete=True))
+    assert not samples_actions(DictImageEnv(discrete=False))
+
+
+def test_sampled_evaluation_is_reproducible_and_leaves_torch_rng_alone() -> None:
+    kwargs = {"size": 16, "max_steps": 30}
+    agent = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32), make_vec_env(
+        "prefrl/MovingDot-v0", 1, kwargs), seed=0)  # fmt: skip
+    assert samples_actions(make_env("prefrl/MovingDot-v0", kwargs))
+    state = torch.get_rng_state()
+    auto = evaluate_returns("prefrl/MovingDot-v0", agent, 4, env_kwargs=kwargs)
+    assert torch.equal(torch.get_rng_state(), state)
+    again = evaluate_returns("prefrl/MovingDot-v0", agent, 4, env_kwargs=kwargs, deterministic=False)
+    np.testing.assert_array_equal(auto, again)  # auto = sampled, and the same draws each call
+    argmax = evaluate_returns("prefrl/MovingDot-v0", agent, 4, env_kwargs=kwargs, deterministic=True)
+    assert not np.array_equal(auto, argmax)  # an untrained policy's argmax walks one way
