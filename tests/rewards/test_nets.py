@@ -318,6 +318,37 @@ def test_keypoint_cnn_reading_s_next_sees_the_displacement() -> None:
     torch.testing.assert_close(again(s, a, moved, None), r)
 
 
+def test_keypoint_motion_locates_each_frame_of_a_clip_once_with_the_same_rewards() -> None:
+    """Clips whose s' is the next step's s are scored from L + 1 frames instead of 2L: the
+    rewards equal those of the same transitions scored one by one (where frames are not shared),
+    batched and per member, and so do their gradients."""
+    from prefrl.rewards import CNNReward
+
+    space = gym.spaces.Box(0, 255, (16, 16, 3), np.uint8)
+    net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial", channels=(4,),
+                    kernels=(1,), strides=(1,), hidden=(8,), use_next_obs=True)  # fmt: skip
+    g = torch.Generator().manual_seed(0)
+    frames = torch.randint(0, 256, (3, 2, 6, 16, 16, 3), dtype=torch.uint8, generator=g)  # [B, 2, L + 1, ...]
+    acts, dones = torch.randint(0, 5, (3, 2, 5), generator=g), torch.zeros(3, 2, 5)
+    obs, nxt = frames[:, :, :-1], frames[:, :, 1:]
+    calls: list[int] = []
+    net._keypoints = lambda x, f=net._keypoints: calls.append(x.shape[0]) or f(x)  # type: ignore[method-assign]
+    clip = net.score(net.encode(obs, acts, nxt, dones))  # [E, 3, 2, 5]
+    assert calls == [3 * 2 * 6]  # 36 frames, not 60
+    # the same 30 transitions one by one, reversed: no s' is the next s, every frame is located twice
+    single = net.encode(obs.reshape(30, 16, 16, 3).flip(0), acts.reshape(30).flip(0),
+                        nxt.reshape(30, 16, 16, 3).flip(0), dones.reshape(30))  # fmt: skip
+    one_by_one = net.score(single)
+    assert calls[-1] == 60
+    torch.testing.assert_close(clip, one_by_one.flip(1).view(2, 3, 2, 5))
+    feats = net.encode(obs, acts, nxt, dones)
+    per = {k: v.unsqueeze(0).expand(2, *v.shape) for k, v in feats.items()}
+    torch.testing.assert_close(net.score(per, per_member=True), clip)
+    (grad_shared,) = torch.autograd.grad(net.score(feats).sum(), net.sharpness)
+    (grad_single,) = torch.autograd.grad(net.score(single).sum(), net.sharpness)
+    torch.testing.assert_close(grad_shared, grad_single)
+
+
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 def test_action_heads_pay_the_taken_actions_output(kind: str, tmp_path) -> None:
     """One output per Discrete action: the reward is the taken action's column, the same per

@@ -466,31 +466,49 @@ class CNNReward(RewardNet):
 
     def _score(self, feats: Features, per_member: bool = False) -> torch.Tensor:
         img, e = feats["img"], self.ensemble_size
-        c, h, w = self.image_shape
-        if self.motion:  # [*, 2C, H, W] -> s and s' as one batch of 2M images [2M(, E), C, H, W]
-            img = torch.cat(img.split(c, -3), int(per_member))
-        if per_member:
-            lead = img.shape[1:-3]
-            x = img.reshape(e, -1, c, h, w).transpose(0, 1).reshape(-1, e * c, h, w)
-        else:
-            lead = img.shape[:-3]
-            x = img.reshape(-1, c, h, w)
-            x = x.repeat(1, e, 1, 1) if e > 1 else x
-        x = x.float().mul_(1.0 / 255.0)
-        if self.spatial:
-            z = self._keypoints(x)  # [M, E, F]
-        else:
-            z = self.conv(x).flatten(1)  # [M, E*F]
-        z = z.view(z.shape[0], e, -1).transpose(0, 1)  # [E, M, F]
-        if self.motion:  # [E, 2M, F] -> [E, M, 2F]: kp(s), (kp(s') - kp(s)) in grid cells
-            now, nxt = z.chunk(2, 1)
-            z = torch.cat([now, (nxt - now) * self.cells], -1)
-            lead = (lead[0] // 2, *lead[1:])
+        z, lead = self._motion(img, per_member) if self.motion else self._image_features(img, per_member)
+        z = z.reshape(e, -1, z.shape[-1])  # [E, M, F]
         if "vec" in feats:
             v = feats["vec"]
             v = v.reshape(e, -1, v.shape[-1]) if per_member else v.reshape(1, -1, v.shape[-1])
             z = torch.cat([z, v.expand(e, -1, -1)], -1)
         return self._pick(self.head(z, per_member=True), feats, per_member).reshape(e, *lead)
+
+    def _image_features(self, img: torch.Tensor, per_member: bool) -> tuple[torch.Tensor, tuple[int, ...]]:
+        """uint8 images ``[(E,) *lead, C, H, W]`` (``E``: one per member with ``per_member``) ->
+        (``[E, *lead, F]`` features, ``lead``): keypoints, or the flattened last grid."""
+        e, (c, h, w) = self.ensemble_size, img.shape[-3:]
+        if per_member:
+            lead = tuple(img.shape[1:-3])
+            x = img.reshape(e, -1, c, h, w).transpose(0, 1).reshape(-1, e * c, h, w)
+        else:
+            lead = tuple(img.shape[:-3])
+            x = img.reshape(-1, c, h, w)
+            x = x.repeat(1, e, 1, 1) if e > 1 else x
+        x = x.float().mul_(1.0 / 255.0)
+        z = (
+            self._keypoints(x) if self.spatial else self.conv(x).flatten(1).view(x.shape[0], e, -1)
+        )  # [M, E, F]
+        return z.transpose(0, 1).reshape(e, *lead, -1), lead
+
+    def _motion(self, img: torch.Tensor, per_member: bool) -> tuple[torch.Tensor, tuple[int, ...]]:
+        """Stacked ``[(E,) *lead, 2C, H, W]`` (s, s') -> (``[E, *lead, 2F]``: kp(s) and
+        (kp(s') - kp(s)) in grid cells, ``lead``).
+
+        Where the last lead dimension is a clip's steps and each ``s'`` is the next step's
+        ``s`` (always so within a clip, until an episode's end), each frame is located once:
+        ``L + 1`` frames per clip instead of ``2L`` (checked on the data, so exact in any case).
+        """
+        c = self.obs_shape[0]
+        now, nxt = img[..., :c, :, :], img[..., c:, :, :]
+        lead = tuple(img.shape[int(per_member) : -3])
+        if len(lead) and lead[-1] >= 2 and torch.equal(now[..., 1:, :, :, :], nxt[..., :-1, :, :, :]):
+            z, _ = self._image_features(torch.cat([now, nxt[..., -1:, :, :, :]], -4), per_member)
+            z_now, z_next = z[..., :-1, :], z[..., 1:, :]  # [E, *lead, F] each
+        else:
+            z, _ = self._image_features(torch.stack([now, nxt], int(per_member)), per_member)
+            z_now, z_next = z[:, 0], z[:, 1]
+        return torch.cat([z_now, (z_next - z_now) * self.cells], -1), lead
 
     @torch.no_grad()
     def keypoints(self, obs: Any) -> torch.Tensor:
