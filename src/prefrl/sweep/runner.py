@@ -125,6 +125,8 @@ def parse_options(items: list[str], bare: str | None = None) -> dict[str, Any]:
             out[name] = json.loads(text)
         except json.JSONDecodeError:
             out[name] = text
+        if isinstance(out[name], dict | list) and isinstance(getattr(target, opt), str):
+            out[name] = text  # a JSON-text option (env.kwargs, agent.extra) keeps its text
     return out
 
 
