@@ -63,3 +63,22 @@ def test_sampled_evaluation_is_reproducible_and_leaves_torch_rng_alone() -> None
     np.testing.assert_array_equal(auto, again)  # auto = sampled, and the same draws each call
     argmax = evaluate_returns("prefrl/MovingDot-v0", agent, 4, env_kwargs=kwargs, deterministic=True)
     assert not np.array_equal(auto, argmax)  # an untrained policy's argmax walks one way
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "algo", "agent_cfg", "want"),
+    [
+        ("prefrl/MovingDot-v0", {"size": 16}, "ppo", {}, 0.01),  # auto: discrete actions on images
+        ("prefrl/MovingDot-v0", {"size": 16}, "a2c", {}, 0.01),
+        ("prefrl/MovingDot-v0", {"obs_type": "state"}, "ppo", {}, 0.0),  # the same task from a vector
+        ("CartPole-v1", {}, "ppo", {}, 0.0),
+        ("CartPole-v1", {}, "ppo", {"ent_coef": 0.05}, 0.05),  # as given
+        ("prefrl/MovingDot-v0", {"size": 16}, "ppo", {"extra": '{"ent_coef": 0.2}'}, 0.2),  # extra wins
+    ],
+)
+def test_on_policy_agents_on_discrete_images_get_an_entropy_bonus(
+    env_id: str, kwargs: dict, algo: str, agent_cfg: dict, want: float
+) -> None:
+    venv = make_vec_env(env_id, 1, kwargs)
+    agent = make_agent(AgentConfig(algo=algo, n_steps=32, batch_size=32, **agent_cfg), venv)
+    assert agent.ent_coef == pytest.approx(want)

@@ -7,11 +7,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from prefrl.agents.rollout import collect_episodes
-from prefrl.agents.sb3 import make_env
-from prefrl.rewards.spaces import is_image_space
+from prefrl.agents.sb3 import discrete_on_images, make_env
 
 SAMPLED, DETERMINISTIC = "sampled", "deterministic"
 """The two ways a policy is evaluated (see :func:`samples_actions`)."""
@@ -28,10 +26,7 @@ def samples_actions(env: gym.Env) -> bool:
     mean action) and vector observations keep deterministic evaluation. Learned and
     true-reward agents of a benchmark are evaluated the same way.
     """
-    obs = env.observation_space
-    subspaces = obs.spaces.values() if isinstance(obs, spaces.Dict) else [obs]
-    images = any(is_image_space(s) for s in subspaces)
-    return isinstance(env.action_space, spaces.Discrete) and images
+    return discrete_on_images(env.observation_space, env.action_space)
 
 
 def evaluation_mode(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:
