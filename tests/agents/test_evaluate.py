@@ -1,5 +1,6 @@
-"""How policies are evaluated: sampled actions for discrete actions on images, the mean action
-elsewhere; sampled evaluations are reproducible and leave torch's generator alone."""
+"""RL Zoo's Atari treatment of discrete actions on images: policies are evaluated by sampled
+actions there (the mean action elsewhere; sampled evaluations are reproducible and leave torch's
+generator alone), and PPO / A2C get an entropy bonus."""
 
 from __future__ import annotations
 
