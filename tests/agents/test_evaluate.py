@@ -67,19 +67,29 @@ def test_sampled_evaluation_is_reproducible_and_leaves_torch_rng_alone() -> None
 
 
 @pytest.mark.parametrize(
-    ("env_id", "kwargs", "algo", "agent_cfg", "want"),
+    ("env_id", "kwargs", "algo", "agent_cfg", "learned", "want"),
     [
-        ("prefrl/MovingDot-v0", {"size": 16}, "ppo", {}, 0.01),  # auto: discrete actions on images
-        ("prefrl/MovingDot-v0", {"size": 16}, "a2c", {}, 0.01),
-        ("prefrl/MovingDot-v0", {"obs_type": "state"}, "ppo", {}, 0.0),  # the same task from a vector
-        ("CartPole-v1", {}, "ppo", {}, 0.0),
-        ("CartPole-v1", {}, "ppo", {"ent_coef": 0.05}, 0.05),  # as given
-        ("prefrl/MovingDot-v0", {"size": 16}, "ppo", {"extra": '{"ent_coef": 0.2}'}, 0.2),  # extra wins
+        ("prefrl/MovingDot-v0", {"size": 16}, "ppo", {}, True, 0.01),  # auto: learned reward, discrete images
+        ("prefrl/MovingDot-v0", {"size": 16}, "a2c", {}, True, 0.01),
+        ("prefrl/MovingDot-v0", {"size": 16}, "ppo", {}, False, 0.0),  # the true reward: SB3's default
+        ("prefrl/MovingDot-v0", {"obs_type": "state"}, "ppo", {}, True, 0.0),  # the same task from a vector
+        ("CartPole-v1", {}, "ppo", {}, True, 0.0),
+        ("CartPole-v1", {}, "ppo", {"ent_coef": 0.05}, False, 0.05),  # as given
+        ("prefrl/MovingDot-v0", {"size": 16}, "ppo", {"extra": '{"ent_coef": 0.2}'}, True, 0.2),  # extra wins
     ],
 )
-def test_on_policy_agents_on_discrete_images_get_an_entropy_bonus(
-    env_id: str, kwargs: dict, algo: str, agent_cfg: dict, want: float
+def test_on_policy_agents_on_a_learned_reward_over_discrete_images_get_an_entropy_bonus(
+    env_id: str, kwargs: dict, algo: str, agent_cfg: dict, learned: bool, want: float
 ) -> None:
+    from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+    from prefrl.rewards import CNNReward, MLPReward
+    from prefrl.rewards.spaces import is_image_space
+
     venv = make_vec_env(env_id, 1, kwargs)
+    if learned:
+        obs, act = venv.observation_space, venv.action_space
+        net = (CNNReward(obs, act, features="spatial", channels=(4,), kernels=(1,), strides=(1,))
+               if is_image_space(obs) else MLPReward(obs, act))  # fmt: skip
+        venv = LearnedRewardVecEnv(venv, LearnedReward(net))
     agent = make_agent(AgentConfig(algo=algo, n_steps=32, batch_size=32, **agent_cfg), venv)
     assert agent.ent_coef == pytest.approx(want)
