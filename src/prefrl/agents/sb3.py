@@ -28,6 +28,7 @@ from prefrl.agents.replay import HybridDictReplayBuffer, HybridReplayBuffer
 from prefrl.config_types import OptFloat
 from prefrl.data.trajectories import load_npz_checked
 from prefrl.envs.atari import is_atari_id, make_atari_env, register_ale, use_atari_preprocessing
+from prefrl.rewards.spaces import is_image_space
 
 ALGOS: dict[str, type[BaseAlgorithm]] = {"sac": SAC, "td3": TD3, "dqn": DQN, "ppo": PPO, "a2c": A2C}
 OFF_POLICY = ("sac", "td3", "dqn")
@@ -233,8 +234,7 @@ def discrete_on_images(observation_space: spaces.Space, action_space: spaces.Spa
         if isinstance(observation_space, spaces.Dict)
         else [observation_space]
     )
-    images = any(isinstance(s, spaces.Box) and s.dtype == np.uint8 and len(s.shape) == 3 for s in subspaces)
-    return isinstance(action_space, spaces.Discrete) and images
+    return isinstance(action_space, spaces.Discrete) and any(map(is_image_space, subspaces))
 
 
 def resolve_ent_coef(ent_coef: float | None, venv: VecEnv) -> float:
@@ -245,10 +245,8 @@ def resolve_ent_coef(ent_coef: float | None, venv: VecEnv) -> float:
 
     if ent_coef is not None:
         return ent_coef
-    learned = is_vecenv_wrapped(venv, LearnedRewardVecEnv)
-    return (
-        IMAGE_ENT_COEF if learned and discrete_on_images(venv.observation_space, venv.action_space) else 0.0
-    )
+    images = discrete_on_images(venv.observation_space, venv.action_space)
+    return IMAGE_ENT_COEF if images and is_vecenv_wrapped(venv, LearnedRewardVecEnv) else 0.0
 
 
 def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts: int = 0) -> BaseAlgorithm:
