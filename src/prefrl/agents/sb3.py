@@ -28,6 +28,7 @@ from prefrl.agents.replay import HybridDictReplayBuffer, HybridReplayBuffer
 from prefrl.config_types import OptFloat
 from prefrl.data.trajectories import load_npz_checked
 from prefrl.envs.atari import is_atari_id, make_atari_env, register_ale, use_atari_preprocessing
+from prefrl.envs.dmc import FlattenBoxDict, is_box_dict, is_dmc_id, register_dmc
 from prefrl.rewards.spaces import is_image_space
 
 ALGOS: dict[str, type[BaseAlgorithm]] = {"sac": SAC, "td3": TD3, "dqn": DQN, "ppo": PPO, "a2c": A2C}
@@ -126,6 +127,8 @@ def check_env_id(env_id: str) -> None:
         return
     if not register_ale() and is_atari_id(env_id):
         raise ValueError(f"{env_id!r} is an Atari game: install ale-py (it ships the ROMs)")
+    if is_dmc_id(env_id) and not register_dmc():
+        raise ValueError(f"{env_id!r} is a DeepMind Control task: install shimmy[dm-control]")
     if env_id in gym.registry:
         return
     import difflib
@@ -141,7 +144,9 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool
     ``env_kwargs`` are ``gym.make``'s keyword arguments plus the wrapper options
     ``atari_preprocessing`` (``"auto"``, the default: on for ``ALE/...`` ids; ``"on"``;
     ``"off"``), see :func:`prefrl.envs.atari.make_atari_env`, and ``hide_score`` (blank the
-    score strip of Atari frames in the observations). With ``render``, ``render()`` returns
+    score strip of Atari frames in the observations). Observations that are a ``Dict`` of
+    ``Box`` arrays (DeepMind Control's ``dm_control/...`` tasks) become one ``float32`` vector
+    (:class:`prefrl.envs.dmc.FlattenBoxDict`). With ``render``, ``render()`` returns
     ``rgb_array`` frames.
     """
     check_env_id(env_id)
@@ -155,9 +160,10 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool
     try:
         if is_atari_id(env_id):
             return make_atari_env(env_id, kwargs, preprocessing=preprocessing, hide_score=hide_score)
-        return gym.make(env_id, **kwargs)
+        env = gym.make(env_id, **kwargs)
     except gym.error.DependencyNotInstalled as e:  # one line naming what to install, not a traceback
         raise ValueError(f"{env_id!r} needs a package that is not installed: {e}") from None
+    return FlattenBoxDict(env) if is_box_dict(env.observation_space) else env
 
 
 def make_vec_env(

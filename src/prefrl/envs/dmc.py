@@ -1,0 +1,96 @@
+"""DeepMind Control Suite tasks as ordinary Gymnasium ids (``dm_control/walker-walk-v0``).
+
+Shimmy wraps each dm_control task as a Gymnasium environment: 1,000-step episodes that end
+by truncation (a time limit, never termination), actions in a ``Box``, and observations as a
+``Dict`` of named float64 arrays (``orientations``, ``height``, ``velocity`` ...).
+:func:`register_dmc` registers those ids on first use, choosing a headless MuJoCo renderer
+when no display is set (EGL, else OSMesa), so clips for people and policy videos render on
+a server.
+
+prefrl gives every DMC task (and any environment whose observations are a ``Dict`` of
+``Box`` arrays) one flat ``float32`` vector per step, :class:`FlattenBoxDict`: the keys in
+sorted order, each array flattened, as the BPref family's ``dmc2gym`` does. The agent, the
+reward model, replay relabelling, checkpoints and evaluation then all see the same plain
+vector, so nothing downstream needs a dictionary path.
+
+Example:
+    >>> env = FlattenBoxDict(gym.make("dm_control/cartpole-balance-v0"))
+    >>> env.observation_space
+    Box(-inf, inf, (5,), float32)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, obs.dtype.name
+    ((5,), 'float32')
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+PREFIX = "dm_control/"
+
+
+def is_dmc_id(env_id: str) -> bool:
+    """Whether ``env_id`` names a DeepMind Control task through Shimmy (``dm_control/...``)."""
+    return env_id.startswith(PREFIX)
+
+
+def _choose_renderer() -> None:
+    """Pick a headless MuJoCo backend before dm_control is imported (it reads MUJOCO_GL once).
+
+    A user's own ``MUJOCO_GL`` wins; with a display, MuJoCo's default (GLFW) is kept.
+    """
+    if "MUJOCO_GL" in os.environ or os.environ.get("DISPLAY"):
+        return
+    import ctypes.util
+
+    os.environ["MUJOCO_GL"] = "egl" if ctypes.util.find_library("EGL") else "osmesa"
+    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+
+
+def register_dmc() -> bool:
+    """Register Shimmy's ``dm_control/...`` ids; ``False`` when shimmy or dm_control is missing."""
+    if any(is_dmc_id(k) for k in gym.registry):
+        return True
+    _choose_renderer()
+    try:
+        import dm_control.suite  # noqa: F401  (shimmy registers the DMC ids only with it)
+        import shimmy
+    except ImportError:
+        return False
+    gym.register_envs(shimmy)
+    return any(is_dmc_id(k) for k in gym.registry)
+
+
+def is_box_dict(space: spaces.Space) -> bool:
+    """Whether ``space`` is a ``Dict`` whose every entry is a ``Box`` (what DMC tasks observe)."""
+    return isinstance(space, spaces.Dict) and all(isinstance(s, spaces.Box) for s in space.spaces.values())
+
+
+class FlattenBoxDict(gym.ObservationWrapper):
+    """A ``Dict`` of ``Box`` observations as one ``float32`` vector ``[sum of entry sizes]``.
+
+    Entries are concatenated in sorted key order (Gymnasium's ``Dict`` order), each flattened
+    in C order; bounds are carried over, so ``observation_space.contains(obs)`` holds.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        if not is_box_dict(space):
+            raise ValueError(f"FlattenBoxDict needs a Dict of Box observations, got {space}")
+        assert isinstance(space, spaces.Dict)
+        self._keys = list(space.spaces)
+        boxes = [space.spaces[k] for k in self._keys]
+        low = np.concatenate([np.asarray(b.low, np.float64).reshape(-1) for b in boxes])
+        high = np.concatenate([np.asarray(b.high, np.float64).reshape(-1) for b in boxes])
+        self.observation_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+
+    def observation(self, observation: dict[str, Any]) -> np.ndarray:
+        """``{key: array}`` -> ``float32 [D]``."""
+        return np.concatenate([np.asarray(observation[k], dtype=np.float32).reshape(-1) for k in self._keys])
