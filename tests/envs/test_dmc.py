@@ -24,7 +24,7 @@ def test_dmc_id_is_known_and_its_dict_observation_becomes_one_vector() -> None:
     raw = env.unwrapped.observation_space
     assert is_box_dict(raw) and sorted(raw.spaces) == ["position", "velocity"]
     assert obs.shape == (5,) and obs.dtype == np.float32 and env.observation_space.contains(obs)
-    obs2, rew, terminated, truncated, _ = env.step(env.action_space.sample())
+    _, rew, terminated, truncated, _ = env.step(env.action_space.sample())
     assert np.isfinite(rew) and not terminated and not truncated
     env.close()
 
@@ -44,7 +44,8 @@ def test_flatten_keeps_sorted_key_order_and_refuses_other_spaces() -> None:
 def test_episodes_end_by_truncation_after_1000_steps() -> None:
     env = make_env(ENV)
     env.reset(seed=0)
-    for t in range(1000):
+    t = -1
+    for t in range(1000):  # noqa: B007  (t is the step that ended the episode)
         _, _, terminated, truncated, _ = env.step(env.action_space.sample())
         assert not terminated
         if truncated:
@@ -63,9 +64,9 @@ def test_headless_render_gives_frames() -> None:
 
 def test_train_resume_and_evaluate_a_dmc_task(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
-    args = ["train", "--env.id", ENV, "--run-dir", str(run), "--no-progress", "--eval-episodes", "1",
-            "--loop.total-steps", "1600", "--loop.initial-steps", "500", "--loop.iterations", "2",
-            "--loop.total-labels", "8", "--loop.fragment-length", "20", "--agent.batch-size", "32"]  # fmt: skip
+    args = ["train", "--env.id", ENV, "--run-dir", str(run), "--no-progress", "--eval-episodes", "1"]
+    args += ["--loop.total-steps", "1600", "--loop.initial-steps", "500", "--loop.iterations", "2"]
+    args += ["--loop.total-labels", "8", "--loop.fragment-length", "20", "--agent.batch-size", "32"]
     assert main(args) == 0
     rep = json.loads((run / "report.json").read_text())
     assert rep["env_steps"] == 1600 and rep["labels_used"] == 8
