@@ -28,3 +28,22 @@ def test_bad_schedules_raise():
         allocate_queries(10, 2, lambda t: -1.0)
     with pytest.raises(ValueError, match="initial_fraction"):
         allocate_queries(10, 2, initial_fraction=2.0)
+
+
+def test_front_loaded_rounds_follow_the_published_protocol() -> None:
+    from prefrl.training.schedules import allocate_rounds
+
+    # 100 labels, 10 every 20,000 steps, iterations of 10,000 steps over 490,000 agent steps
+    counts = allocate_rounds(100, 48, per_round=10, every=2)
+    assert counts.sum() == 100 and len(counts) == 49
+    assert list(np.flatnonzero(counts)) == list(range(0, 20, 2)) and set(counts[counts > 0]) == {10}
+    assert allocate_rounds(25, 6, per_round=10, every=2).tolist() == [10, 0, 10, 0, 5, 0, 0]
+
+
+def test_rounds_that_cannot_spend_the_budget_are_refused() -> None:
+    from prefrl.training.schedules import allocate_rounds
+
+    with pytest.raises(ValueError, match="cannot ask 100"):
+        allocate_rounds(100, 8, per_round=10, every=2)
+    with pytest.raises(ValueError, match="per_round"):
+        allocate_rounds(10, 8, per_round=0)

@@ -9,7 +9,7 @@ import numpy as np
 
 from prefrl.config_types import OptBool, OptFloat, OptInt
 from prefrl.selection.selectors import MEASURES
-from prefrl.training.schedules import SCHEDULES
+from prefrl.training.schedules import SCHEDULES, allocate_queries, allocate_rounds
 
 TIE_WARN = 0.5
 """Share of tied labels from which a run warns that little can be learned."""
@@ -73,6 +73,12 @@ class LoopConfig:
     """The first reward training runs this many times more epochs."""
     query_schedule: Literal["constant", "hyperbolic", "inverse_quadratic"] = "hyperbolic"
     """How the remaining labels are spread over the iterations."""
+    labels_per_round: OptInt = None
+    """Front-loaded rounds instead of query_schedule: ask this many labels before agent
+    training and again every round_interval iterations until total_labels are asked
+    (initial_label_frac is then unused). None: query_schedule."""
+    round_interval: int = 1
+    """With labels_per_round: iterations from one round of queries to the next."""
     transition_oversampling: float = 1.0
     """Fragments drawn per fragment needed (>1: pairs picked from a larger pool of clips)."""
     active_selection: OptBool = None
@@ -152,6 +158,11 @@ class LoopConfig:
             raise ValueError(f"active_selection_share must lie in [0, 1], got {self.active_selection_share}")
         if self.active_selection_from < 0:
             raise ValueError(f"active_selection_from must be >= 0 labels, got {self.active_selection_from}")
+        if self.labels_per_round is not None and (self.labels_per_round < 1 or self.round_interval < 1):
+            raise ValueError(
+                f"need labels_per_round >= 1 and round_interval >= 1, got {self.labels_per_round} "
+                f"and {self.round_interval}"
+            )
         if self.query_schedule not in SCHEDULES:
             raise ValueError(f"unknown query schedule {self.query_schedule!r}; choose from {list(SCHEDULES)}")
         if self.uncertainty_measure not in MEASURES:
@@ -165,6 +176,18 @@ class LoopConfig:
         return self.total_steps - self.initial_steps - self.pretrain_steps
 
 
+def query_allocation(config: LoopConfig) -> np.ndarray:
+    """``[iterations]`` queries to ask at each iteration (entry 0: before any agent training),
+    by front-loaded rounds (``labels_per_round``) or by ``query_schedule``."""
+    if config.labels_per_round is not None:
+        return allocate_rounds(
+            config.total_labels, config.iterations - 1, config.labels_per_round, config.round_interval
+        )
+    return allocate_queries(
+        config.total_labels, config.iterations - 1, config.query_schedule, config.initial_label_frac
+    )
+
+
 @dataclass
 class LoopState:
     """Where the loop is (saved in checkpoints)."""
@@ -175,6 +198,8 @@ class LoopState:
     started: bool = False
     wall_s: float = 0.0
     history: list[dict[str, float]] = field(default_factory=list)
+    evaluations: list[tuple[int, float]] = field(default_factory=list)
+    """``(env_steps, mean true return)`` of each periodic evaluation (``eval_interval``)."""
 
 
 def check_selection(config: LoopConfig, ensemble_size: int) -> None:

@@ -62,11 +62,11 @@ from prefrl.training.config import (
     LoopState,
     check_selection,
     decided_labels,
+    query_allocation,
     tie_fraction,
 )
 from prefrl.training.logger import Logger, NullLogger, RowLogger
 from prefrl.training.queries import candidate_pairs, choose_pairs
-from prefrl.training.schedules import allocate_queries
 from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
 
 
@@ -127,9 +127,7 @@ class PreferenceLoop:
         later = is_async(teacher)  # TypeError for anything else
         self.sync_teacher: Teacher | None = None if later else cast(Teacher, teacher)
         self.async_teacher: AsyncTeacher | None = cast(AsyncTeacher, teacher) if later else None
-        self.alloc = allocate_queries(
-            config.total_labels, config.iterations - 1, config.query_schedule, config.initial_label_frac
-        )
+        self.alloc = query_allocation(config)
         self.ckpt = CheckpointDir(self.run_dir) if self.run_dir is not None else None
         self.off_policy = isinstance(agent, OffPolicyAlgorithm)
         if reward is not None:
@@ -499,7 +497,7 @@ class PreferenceLoop:
         s = self.state
         state = {
             "iteration": s.iteration, "env_steps": s.env_steps, "queries_asked": s.queries_asked,
-            "started": s.started, "wall_s": s.wall_s, "history": s.history,
+            "started": s.started, "wall_s": s.wall_s, "history": s.history, "evaluations": s.evaluations,
             "rng": self.rng.bit_generator.state, "config_hash": self.config_hash,
             "labels_since_train": self._labels_since_train,
             "normalizer": None if self.reward is None else self.reward.normalizer.state_dict(),
@@ -555,6 +553,7 @@ class PreferenceLoop:
             bool(state["started"]),
         )
         s.wall_s, s.history = float(state["wall_s"]), list(state["history"])
+        s.evaluations = [(int(t), float(r)) for t, r in state.get("evaluations", [])]
         s.queries_asked = int(state["queries_asked"])
         self._restore_labels(fallback=path / "preferences.npz")
         self.rng.bit_generator.state = state["rng"]

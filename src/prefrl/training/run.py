@@ -34,8 +34,9 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
 from prefrl.storage.checkpoint import config_hash, read_json, write_json
 from prefrl.teachers.spec import AnyTeacher, make_teacher
-from prefrl.training.callbacks import ProgressBar
+from prefrl.training.callbacks import LoopCallback, ProgressBar
 from prefrl.training.config import TIE_HINT, TIE_WARN, check_selection, tie_fraction
+from prefrl.training.evaluations import PeriodicEvaluation, last_mean
 from prefrl.training.loop import PreferenceLoop
 from prefrl.training.metrics_log import MetricsLogger
 from prefrl.training.run_config import IGNORED_ON_RESUME, TrainConfig, config_to_dict
@@ -135,7 +136,12 @@ def build_run(cfg: TrainConfig) -> Run:
     if cfg.teacher == "web":
         print(web_teacher_hint(cfg.store, run.name), file=sys.stderr, flush=True)  # type: ignore[arg-type]
     logger = MetricsLogger(run)
-    callbacks = [ProgressBar(disable=not cfg.progress)]
+    callbacks: list[LoopCallback] = [ProgressBar(disable=not cfg.progress)]
+    if cfg.eval_interval > 0 and not offline:
+        callbacks.append(PeriodicEvaluation(
+            lambda agent, seed: float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, seed=seed,
+                                                       env_kwargs=env_kwargs).mean()),
+            cfg.eval_interval, run / "evaluations.csv"))  # fmt: skip
     loop_cfg = dataclasses.replace(cfg.loop, seed=cfg.seed)
     side_env = make_env(cfg.env.id, env_kwargs, render=human)
     if offline:
@@ -263,6 +269,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         report.update(agent=cfg.agent.algo, env_steps=loop.env_steps, eval=mode,
                       true_return=float(rets.mean()), true_return_std=float(rets.std()),
                       random_return=float(rand.mean()))  # fmt: skip
+    if loop.state.evaluations:  # --eval-interval: the papers' mean of the last 10 evaluations
+        report["evaluations"] = [list(e) for e in loop.state.evaluations]
+        report["eval_last10_mean"] = last_mean(loop.state.evaluations)
     report["reward_accuracy"] = reward_accuracy(cfg, loop.net, loop.agent)
     report["label_tie_fraction"] = tie_fraction(loop.dataset.labels)
     if cfg.final_agent_steps > 0 and loop.agent is not None:
@@ -302,6 +311,9 @@ def format_report(rep: dict[str, Any]) -> str:
             f"true return of final policy : {rep['true_return']:.1f} "
             f"(random policy: {rep['random_return']:.1f}; {rep.get('eval', 'deterministic')} actions)"
         )
+    if rep.get("eval_last10_mean") is not None:
+        n = min(10, len(rep["evaluations"]))
+        lines.append(f"mean of last {n} evaluations : {rep['eval_last10_mean']:.1f} (true return, RUN/evaluations.csv)")
     if "fresh_agent_true_return" in rep:
         lines.append(f"fresh agent on final reward : {rep['fresh_agent_true_return']:.1f}")
     acc = rep.get("reward_accuracy")

@@ -233,6 +233,10 @@ class TrainConfig:
     its true return (0: skip)."""
     eval_episodes: int = 10
     """Episodes for the final evaluation of the policy (and of a random policy)."""
+    eval_interval: int = 0
+    """Also evaluate the policy on the true reward every this many environment steps, over
+    eval_episodes episodes, into RUN/evaluations.csv; the report gives the mean of the last 10
+    (0: only the final evaluation)."""
     progress: bool = True
     """Show a progress bar."""
     threads: int = 1

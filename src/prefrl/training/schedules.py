@@ -57,3 +57,34 @@ def allocate_queries(
     order = np.argsort(-(ideal - counts), kind="stable")
     counts[order[:short]] += 1
     return counts
+
+
+def allocate_rounds(total: int, iterations: int, per_round: int, every: int = 1) -> np.ndarray:
+    """Front-loaded rounds: ``[iterations + 1]`` counts, ``per_round`` queries at entry 0 (before
+    any agent training) and at every ``every``-th entry after it, until ``total`` is spent.
+
+    The published protocol of PEBBLE, SURF, QPA and PPE on DeepMind Control (10 labels every
+    20,000 steps until the budget is in) is ``per_round=10`` with iterations of 10,000 steps and
+    ``every=2``. Counts sum to ``total`` when the rounds reach it; a budget the rounds cannot
+    spend is refused, so no label silently goes unasked.
+
+    Example:
+        >>> allocate_rounds(25, 6, per_round=10, every=2).tolist()
+        [10, 0, 10, 0, 5, 0, 0]
+    """
+    if total < 0 or iterations < 0 or per_round < 1 or every < 1:
+        raise ValueError(
+            f"need total, iterations >= 0 and per_round, every >= 1, got {total}, {iterations}, {per_round}, {every}"
+        )
+    counts = np.zeros(iterations + 1, dtype=np.int64)
+    left = total
+    for i in range(0, iterations + 1, every):
+        counts[i] = min(per_round, left)
+        left -= counts[i]
+    if left:
+        rounds = iterations // every + 1
+        raise ValueError(
+            f"{rounds} rounds of {per_round} labels (one every {every} iterations of {iterations + 1}) cannot ask "
+            f"{total}; raise labels_per_round or iterations, or lower the budget"
+        )
+    return counts

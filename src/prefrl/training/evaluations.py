@@ -1,0 +1,75 @@
+"""Periodic evaluation of the policy on the true reward while it trains (``--eval-interval``).
+
+The papers of the preference-learning field report the mean true return of the last ten
+evaluations (10 episodes every 10,000 environment steps), not only the final policy's;
+:class:`PeriodicEvaluation` records those evaluations in the loop's state, so they are saved
+in every checkpoint and a resumed run neither loses nor repeats one, and writes them to
+``RUN/evaluations.csv`` (columns ``step,true_return``) after each iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prefrl.training.callbacks import LoopCallback
+
+Evaluate = Callable[[Any, int], float]
+"""``evaluate(agent, seed) -> mean true return`` of the policy over a fixed number of episodes."""
+
+
+class PeriodicEvaluation(LoopCallback):
+    """Evaluate the agent every ``interval`` environment steps (and once at the end).
+
+    Args:
+        evaluate: ``evaluate(agent, seed) -> mean true return``.
+        interval: environment steps between evaluations (counted from the run's start).
+        csv_path: where the evaluations are written after each iteration (``None``: nowhere).
+    """
+
+    def __init__(self, evaluate: Evaluate, interval: int, csv_path: str | Path | None = None) -> None:
+        if interval < 1:
+            raise ValueError(f"eval_interval must be >= 1 environment steps, got {interval}")
+        self.evaluate, self.interval = evaluate, interval
+        self.csv_path = None if csv_path is None else Path(csv_path)
+
+    def _run(self, loop: Any, env_steps: int) -> None:
+        done = loop.state.evaluations
+        ret = float(self.evaluate(loop.agent, 10_000 + len(done)))
+        done.append((int(env_steps), ret))
+
+    def _due(self, loop: Any, env_steps: int) -> bool:
+        last = loop.state.evaluations[-1][0] if loop.state.evaluations else 0
+        return env_steps >= (last // self.interval + 1) * self.interval
+
+    def on_env_steps(self, loop: Any, env_steps: int) -> None:
+        if loop.agent is not None and self._due(loop, env_steps):
+            self._run(loop, env_steps)
+
+    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> None:
+        self.write(loop)
+
+    def on_end(self, loop: Any) -> None:
+        evals = loop.state.evaluations
+        if loop.agent is not None and (not evals or evals[-1][0] < loop.env_steps):
+            self._run(loop, loop.env_steps)  # the final policy, at the last step
+        self.write(loop)
+
+    def write(self, loop: Any) -> None:
+        """``RUN/evaluations.csv`` from the loop's state (rewritten whole: a resume stays exact)."""
+        if self.csv_path is None:
+            return
+        rows = "".join(f"{t},{r!r}\n" for t, r in loop.state.evaluations)
+        tmp = self.csv_path.with_suffix(".csv.tmp")
+        tmp.write_text("step,true_return\n" + rows)
+        tmp.replace(self.csv_path)
+
+
+def last_mean(evaluations: list[tuple[int, float]], n: int = 10) -> float | None:
+    """Mean true return of the last ``n`` evaluations (the papers' figure); ``None`` if none."""
+    if not evaluations:
+        return None
+    return float(np.mean([r for _, r in evaluations[-n:]]))
