@@ -313,7 +313,8 @@ def format_report(rep: dict[str, Any]) -> str:
         )
     if rep.get("eval_last10_mean") is not None:
         n = min(10, len(rep["evaluations"]))
-        lines.append(f"mean of last {n} evaluations : {rep['eval_last10_mean']:.1f} (true return, RUN/evaluations.csv)")
+        mean = rep["eval_last10_mean"]
+        lines.append(f"mean of last {n} evaluations : {mean:.1f} (true return; all in evaluations.csv)")
     if "fresh_agent_true_return" in rep:
         lines.append(f"fresh agent on final reward : {rep['fresh_agent_true_return']:.1f}")
     acc = rep.get("reward_accuracy")

@@ -74,7 +74,8 @@ def allocate_rounds(total: int, iterations: int, per_round: int, every: int = 1)
     """
     if total < 0 or iterations < 0 or per_round < 1 or every < 1:
         raise ValueError(
-            f"need total, iterations >= 0 and per_round, every >= 1, got {total}, {iterations}, {per_round}, {every}"
+            f"need total, iterations >= 0 and per_round, every >= 1, "
+            f"got {total}, {iterations}, {per_round}, {every}"
         )
     counts = np.zeros(iterations + 1, dtype=np.int64)
     left = total
@@ -84,7 +85,7 @@ def allocate_rounds(total: int, iterations: int, per_round: int, every: int = 1)
     if left:
         rounds = iterations // every + 1
         raise ValueError(
-            f"{rounds} rounds of {per_round} labels (one every {every} iterations of {iterations + 1}) cannot ask "
-            f"{total}; raise labels_per_round or iterations, or lower the budget"
+            f"{rounds} rounds of {per_round} labels (one every {every} iterations of {iterations + 1}) "
+            f"cannot ask {total}; raise labels_per_round or iterations, or lower the budget"
         )
     return counts
