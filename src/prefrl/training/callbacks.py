@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tqdm.auto import tqdm
+from prefrl.training.progress import progress_bar
 
 
 class LoopCallback:
@@ -33,7 +33,11 @@ class LoopCallback:
 
 
 class ProgressBar(LoopCallback):
-    """A tqdm bar over environment steps, showing labels and the latest true return."""
+    """Progress over environment steps, showing labels and the latest true return.
+
+    On a terminal it is a tqdm bar; written to a file (``nohup``, ``> log 2>&1``, CI) it is a
+    plain line per iteration and at most one more every 30 s in between
+    (:class:`~prefrl.training.progress.LineProgress`)."""
 
     def __init__(self, disable: bool = False) -> None:
         self.disable = disable
@@ -45,7 +49,7 @@ class ProgressBar(LoopCallback):
         self.offline = loop.agent is None
         total = loop.config.iterations if self.offline else loop.config.total_steps
         unit = "iteration" if self.offline else "step"
-        self.bar = tqdm(total=total, unit=unit, disable=self.disable, dynamic_ncols=True)
+        self.bar = progress_bar(total, unit=unit, disable=self.disable)
         self.bar.update(self._done(loop))
 
     def _done(self, loop: Any) -> int:
