@@ -1,28 +1,37 @@
 """Replace an environment's reward with a learned one, normalised for RL.
 
-Two wrappers share one :class:`LearnedReward`:
+Three wrappers share one :class:`LearnedReward`:
 
 - :class:`LearnedRewardWrapper` for a single :class:`gymnasium.Env`;
-- :class:`LearnedRewardVecEnv` for a stable-baselines3 ``VecEnv``: one batched reward
-  call per vector step, whatever the number of environments.
+- :class:`LearnedRewardVectorWrapper` for a Gymnasium vector env (``gym.make_vec``,
+  ``SyncVectorEnv``, as CleanRL uses) and :class:`LearnedRewardVecEnv` for a
+  stable-baselines3 ``VecEnv``: one batched reward call per vector step, whatever the number
+  of environments.
 
-Both keep the environment's own reward in ``info["true_reward"]`` (and the raw,
+All keep the environment's own reward in ``info["true_reward"]`` (and the raw,
 unnormalised learned reward, measured from the absorbing state's, in
-``info["learned_reward"]``) so logs can show both.
+``info["learned_reward"]``) so logs can show both. Each has ``from_run(env, RUN)``: the
+reward a finished run saved, normalised as the run's agent saw it
+(:mod:`prefrl.agents.saved_reward`).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from prefrl.rewards.nets import RewardNet
 from prefrl.rewards.normalization import RewardNormalizer
+
+if TYPE_CHECKING:
+    from prefrl.agents.saved_reward import Normalize
 
 FAST_MAX_BATCH = 256
 """Batches up to this size take the NumPy fast path (per-step rewards); larger ones (replay
@@ -118,6 +127,16 @@ class LearnedRewardWrapper(gym.Wrapper):
         self.reward = reward
         self._obs: Any = None
 
+    @classmethod
+    def from_run(cls, env: gym.Env, source: str | Path, normalize: Normalize = "run") -> LearnedRewardWrapper:
+        """``env`` with the reward of a run directory or ``reward.safetensors`` file ``source``
+        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
+        from prefrl.agents.saved_reward import check_spaces, load_learned_reward
+
+        reward = load_learned_reward(source, normalize)
+        check_spaces(reward.net, env.observation_space, env.action_space, source)
+        return cls(env, reward)
+
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
         self._obs = obs
@@ -136,6 +155,85 @@ def _stack_obs(items: list[Any]) -> Any:
     if isinstance(items[0], dict):
         return {k: np.stack([o[k] for o in items]) for k in items[0]}
     return np.stack(items)
+
+
+def _take(obs: Any, rows: np.ndarray) -> Any:
+    """Rows ``rows`` of a batch of observations (an array, or a dict of arrays)."""
+    return {k: v[rows] for k, v in obs.items()} if isinstance(obs, dict) else obs[rows]
+
+
+class LearnedRewardVectorWrapper(VectorWrapper):
+    """A Gymnasium vector env (``gym.make_vec``, ``SyncVectorEnv``, ``AsyncVectorEnv``) with a
+    learned reward: one batched reward call per step; ``info["true_reward"]`` and
+    ``info["learned_reward"]`` are ``[num_envs]`` arrays.
+
+    Every autoreset mode works: with ``NextStep`` (Gymnasium's default) the step that only resets
+    a finished sub-environment is no transition and pays 0, as the environment's own reward does;
+    with ``SameStep`` the terminal observation comes from ``info["final_obs"]``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from prefrl.rewards import MLPReward
+        >>> envs = gym.make_vec("Pendulum-v1", num_envs=2)
+        >>> net = MLPReward(envs.single_observation_space, envs.single_action_space)
+        >>> envs = LearnedRewardVectorWrapper(envs, LearnedReward(net))
+        >>> _ = envs.reset(seed=0)
+        >>> obs, rews, term, trunc, info = envs.step(envs.action_space.sample())
+        >>> rews.shape, info["true_reward"].shape
+        ((2,), (2,))
+    """
+
+    def __init__(self, env: VectorEnv, reward: LearnedReward) -> None:
+        super().__init__(env)
+        self.reward = reward
+        self._obs: Any = None
+        self._mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+        self._restarting = np.zeros(env.num_envs, dtype=bool)  # NextStep: these only reset this step
+
+    @classmethod
+    def from_run(
+        cls, env: VectorEnv, source: str | Path, normalize: Normalize = "run"
+    ) -> LearnedRewardVectorWrapper:
+        """``env`` with the reward of a run directory or ``reward.safetensors`` file ``source``
+        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
+        from prefrl.agents.saved_reward import check_spaces, load_learned_reward
+
+        reward = load_learned_reward(source, normalize)
+        check_spaces(reward.net, env.single_observation_space, env.single_action_space, source)
+        return cls(env, reward)
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
+        if mask is None or self._obs is None:
+            self._obs = obs
+            self._restarting[:] = False
+        else:  # Disabled autoreset: only the masked sub-environments started over
+            self._obs = obs
+            self._restarting[np.asarray(mask, dtype=bool)] = False
+        return obs, info
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        obs, true_rews, terminated, truncated, info = self.env.step(actions)
+        n = self.num_envs
+        next_obs = obs
+        final = info.get("_final_obs")
+        if self._mode == AutoresetMode.SAME_STEP and final is not None and np.any(final):
+            next_obs = _stack_obs([info["final_obs"][i] if final[i] else _take(obs, i) for i in range(n)])
+        keep = ~self._restarting  # rows that are transitions
+        rews, raw = np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
+        if keep.any():
+            acts = np.asarray(actions)
+            rews[keep], raw[keep] = self.reward(
+                _take(self._obs, keep), acts[keep], _take(next_obs, keep), np.asarray(terminated)[keep]
+            )
+        if self._mode == AutoresetMode.NEXT_STEP:
+            self._restarting = np.logical_or(terminated, truncated)
+        self._obs = obs
+        every = np.ones(n, dtype=bool)
+        info = {**info, "true_reward": np.asarray(true_rews, dtype=np.float64), "_true_reward": every,
+                "learned_reward": raw, "_learned_reward": every}  # fmt: skip
+        return obs, rews, terminated, truncated, info
 
 
 class LearnedRewardVecEnv(VecEnvWrapper):
@@ -164,6 +262,16 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         self._acts: np.ndarray | None = None
         self.reward_s = 0.0
         """Seconds spent computing learned rewards in ``step_wait`` so far (profiling)."""
+
+    @classmethod
+    def from_run(cls, venv: VecEnv, source: str | Path, normalize: Normalize = "run") -> LearnedRewardVecEnv:
+        """``venv`` with the reward of a run directory or ``reward.safetensors`` file ``source``
+        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
+        from prefrl.agents.saved_reward import check_spaces, load_learned_reward
+
+        reward = load_learned_reward(source, normalize)
+        check_spaces(reward.net, venv.observation_space, venv.action_space, source)
+        return cls(venv, reward)
 
     def reset(self) -> Any:
         self._obs = self.venv.reset()

@@ -1,7 +1,8 @@
 """Save and load reward networks: weights in safetensors, constructor config as JSON.
 
 One ``.safetensors`` file holds the ``state_dict`` and, in its metadata, the JSON
-config needed to rebuild the network. Nothing is pickled.
+config needed to rebuild the network and, where a run wrote it, how the agent's reward was
+normalised (:func:`read_reward_normalizer`). Nothing is pickled.
 """
 
 from __future__ import annotations
@@ -36,8 +37,13 @@ def build_reward_net(config: dict[str, Any]) -> RewardNet:
     raise ValueError(f"unknown reward network class {cls!r}")
 
 
-def save_reward_net(net: RewardNet, path: str | Path) -> Path:
-    """Write ``net`` to ``path`` (``.safetensors``); atomic."""
+def save_reward_net(net: RewardNet, path: str | Path, normalizer: dict[str, Any] | None = None) -> Path:
+    """Write ``net`` to ``path`` (``.safetensors``); atomic.
+
+    ``normalizer``: how the agent saw the reward, kept in the metadata for
+    :func:`read_reward_normalizer`: ``{"normalize": bool}`` plus, when it is on, the
+    :meth:`~prefrl.rewards.normalization.RewardNormalizer.state_dict` of the statistics.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
@@ -46,6 +52,8 @@ def save_reward_net(net: RewardNet, path: str | Path) -> Path:
         "prefrl_version": prefrl.__version__,
         "torch_version": torch.__version__,
     }
+    if normalizer is not None:
+        meta["normalizer"] = json.dumps(normalizer)
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
     save_file(state, str(tmp), metadata=meta)
@@ -53,14 +61,28 @@ def save_reward_net(net: RewardNet, path: str | Path) -> Path:
     return path
 
 
-def load_reward_net(path: str | Path, device: torch.device | str = "cpu") -> RewardNet:
-    """Load a network written by :func:`save_reward_net`, with clear errors for bad files."""
-    path = Path(path)
+def _metadata(path: Path) -> dict[str, str]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such reward model file")
     try:
         with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
+            return f.metadata() or {}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable reward model ({e})") from e
+
+
+def read_reward_normalizer(path: str | Path) -> dict[str, Any] | None:
+    """The normalisation saved with a reward file by :func:`save_reward_net` (``None``: not saved,
+    as in files written before it was, or by a run without an agent)."""
+    text = _metadata(Path(path)).get("normalizer")
+    return None if text is None else dict(json.loads(text))
+
+
+def load_reward_net(path: str | Path, device: torch.device | str = "cpu") -> RewardNet:
+    """Load a network written by :func:`save_reward_net`, with clear errors for bad files."""
+    path = Path(path)
+    meta = _metadata(path)
+    try:
         state = load_file(str(path), device="cpu")
     except (SafetensorError, OSError, ValueError) as e:
         raise ValueError(f"{path}: not a readable reward model ({e})") from e

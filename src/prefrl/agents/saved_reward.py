@@ -1,0 +1,173 @@
+"""The reward a finished run learned, for any Gymnasium training code.
+
+A run directory (``prefrl train``) or its ``reward.safetensors`` file becomes a
+:class:`~prefrl.agents.learned_reward.LearnedReward`, normalised as the run's agent saw it:
+
+- :func:`load_learned_reward`: the reward itself (batched ``[*lead]`` rewards);
+- :func:`learned_reward_env`: wrap a ``gymnasium.Env``, a Gymnasium vector env or an SB3
+  ``VecEnv`` (the same as each wrapper's ``from_run``);
+- :func:`zoo_wrapper`: the ``env_wrapper`` of an RL Baselines3 Zoo hyperparameter file.
+
+The reward is measured from the absorbing state's (ending an episode is worth 0), without the
+exploration bonus a run may have added while it learned. See docs/integrations.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import gymnasium as gym
+from gymnasium import spaces
+from gymnasium.vector import VectorEnv
+from stable_baselines3.common.vec_env import VecEnv
+
+from prefrl.agents.learned_reward import (
+    LearnedReward,
+    LearnedRewardVecEnv,
+    LearnedRewardVectorWrapper,
+    LearnedRewardWrapper,
+)
+from prefrl.rewards.io import load_reward_net, read_reward_normalizer
+from prefrl.rewards.nets import RewardNet
+from prefrl.storage.checkpoint import CheckpointDir, read_json
+
+REWARD_FILE = "reward.safetensors"
+
+Normalize = Literal["run", "running", "off"]
+"""How the agent sees the reward. ``run``: divided (and, where the run centred it, shifted) by the
+run's final statistics, frozen, which is what its agent saw at the end; where the run saved none (a
+reward learned offline, a run from before they were saved, normalisation off) as ``running`` or
+``off`` would. ``running``: scaled by a running root mean square, updated every step, from scratch.
+``off``: the raw learned reward."""
+
+
+def reward_file(source: str | Path) -> Path:
+    """The reward file of ``source``: a run directory (its ``reward.safetensors``) or the file itself."""
+    path = Path(source)
+    if path.is_dir():
+        if not (path / REWARD_FILE).exists():
+            what = "a run directory" if (path / "config.json").exists() else "a directory"
+            raise FileNotFoundError(
+                f"{path} is {what} without a {REWARD_FILE}: a run writes it after its first reward "
+                "update, so this one stopped before that or is not a prefrl run"
+            )
+        return path / REWARD_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such run directory or reward file")
+    return path
+
+
+def saved_normalizer(path: Path) -> dict[str, Any] | None:
+    """How the run that wrote reward file ``path`` normalised its agent's reward:
+    ``{"normalize": False}``, ``{"normalize": True, **statistics}``, or ``None`` (unknown).
+
+    Runs save it in the reward file when they finish; for one that stopped before, the last
+    checkpoint's statistics (``RUN/checkpoints/iter_*/state.json``) are taken.
+    """
+    saved = read_reward_normalizer(path)
+    if saved is not None:
+        return saved
+    run = path.parent
+    if not (run / "config.json").exists():
+        return None
+    config = read_json(run / "config.json", "run config")
+    if not config.get("loop", {}).get("normalize_reward", True):
+        return {"normalize": False}
+    ckpt = CheckpointDir(run)
+    latest = ckpt.latest()
+    stats = None if latest is None else ckpt.read_state(latest).get("normalizer")
+    return None if not stats else {"normalize": True, **stats}
+
+
+def load_learned_reward(
+    source: str | Path, normalize: Normalize = "run", device: str = "cpu"
+) -> LearnedReward:
+    """The learned reward of a run directory or reward file ``source``, normalised per ``normalize``
+    (see :data:`Normalize`); call it on a batch of transitions ``[*lead, ...]`` for
+    ``(rewards, raw rewards)``, both ``[*lead]``.
+
+    Example:
+        >>> import numpy as np, torch, tempfile
+        >>> from gymnasium import spaces
+        >>> from prefrl.rewards import MLPReward
+        >>> from prefrl.rewards.io import save_reward_net
+        >>> box = spaces.Box(-1, 1, (3,))
+        >>> path = save_reward_net(MLPReward(box, box), tempfile.mkdtemp() + "/reward.safetensors",
+        ...                        normalizer={"normalize": True, "mean": 0.0, "var": 4.0, "count": 10.0})
+        >>> reward = load_learned_reward(path)
+        >>> x = np.zeros((5, 3), np.float32)
+        >>> rews, raw = reward(x, x, x)
+        >>> rews.shape, bool(np.allclose(rews, raw / 2, atol=1e-3))
+        ((5,), True)
+    """
+    if normalize not in ("run", "running", "off"):
+        raise ValueError(f"normalize={normalize!r}: choose run, running or off")
+    path = reward_file(source)
+    net = load_reward_net(path, device).eval()
+    reward = LearnedReward(net, normalize=normalize != "off", update_stats=False)
+    reward.fast = True  # per-step batches on the NumPy path
+    if normalize == "run":
+        saved = saved_normalizer(path)
+        if saved is not None and not saved.get("normalize", True):
+            reward.normalize = False
+            return reward
+        if saved is not None:
+            reward.normalizer.load_state_dict(saved)
+            return reward
+    if reward.normalize:  # running statistics, scale only: ending an episode stays worth 0
+        reward.update_stats = True
+        reward.normalizer.center = False
+    return reward
+
+
+def check_spaces(net: RewardNet, obs_space: spaces.Space, act_space: spaces.Space, source: Any) -> None:
+    """Raise a clear error when the environment's spaces are not those the reward was learned on."""
+    for what, want, got in (("observation", net.observation_space, obs_space),
+                            ("action", net.action_space, act_space)):  # fmt: skip
+        if not _compatible(want, got):
+            raise ValueError(
+                f"the reward of {source} was learned on the {what} space {want}, but this environment "
+                f"has {got}: wrap the environment as the run did (prefrl.agents.sb3.make_env builds "
+                "its stack, e.g. FlattenBoxDict for dm_control tasks, Atari preprocessing)"
+            )
+
+
+def _compatible(a: spaces.Space, b: spaces.Space) -> bool:
+    """Same kind, shape and dtype (bounds may differ); Dict and Tuple spaces part by part."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, spaces.Dict):
+        return a.keys() == b.keys() and all(_compatible(a[k], b[k]) for k in a.keys())  # type: ignore[index]
+    if isinstance(a, spaces.Tuple):
+        return len(a) == len(b) and all(_compatible(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
+    if isinstance(a, spaces.Discrete):
+        return int(a.n) == int(b.n) and int(a.start) == int(b.start)  # type: ignore[attr-defined]
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def learned_reward_env(env: Any, source: str | Path, normalize: Normalize = "run") -> Any:
+    """``env`` (a ``gymnasium.Env``, a Gymnasium ``VectorEnv`` or an SB3 ``VecEnv``) with the reward of
+    ``source``, in the matching wrapper of :mod:`prefrl.agents.learned_reward`."""
+    if isinstance(env, VecEnv):
+        return LearnedRewardVecEnv.from_run(env, source, normalize)
+    if isinstance(env, VectorEnv):
+        return LearnedRewardVectorWrapper.from_run(env, source, normalize)
+    if isinstance(env, gym.Env):
+        return LearnedRewardWrapper.from_run(env, source, normalize)
+    raise TypeError(f"expected a gymnasium.Env, a gymnasium VectorEnv or an SB3 VecEnv, got {type(env)}")
+
+
+def zoo_wrapper(env: gym.Env, run_dir: str, normalize: Normalize = "run") -> gym.Env:
+    """RL Baselines3 Zoo's ``env_wrapper``: the learned reward of ``run_dir`` (a run directory or a
+    reward file) in place of the environment's. In a hyperparameter file::
+
+        Pendulum-v1:
+          env_wrapper:
+            - prefrl.agents.saved_reward.zoo_wrapper:
+                run_dir: runs/pendulum
+
+    The Zoo's ``Monitor`` sits below the wrapper, so its episode returns (``rollout/ep_rew_mean``,
+    ``monitor.csv``) stay the true ones.
+    """
+    return LearnedRewardWrapper.from_run(env, run_dir, normalize)
