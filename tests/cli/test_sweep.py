@@ -98,6 +98,7 @@ def test_sweep_writes_table_and_plots_and_a_restart_runs_only_missing_cells(tmp_
     again = _sweep(out, *GRID, "--num-cpus", "2")
     stdout, stderr = again.communicate(timeout=900)
     assert again.returncode == 0, stderr[-3000:]
+    assert "WARNING" not in stdout + stderr, stderr[-3000:]  # no Ray start-up warnings (token authentication)
     res = json.loads(stdout.strip().splitlines()[-1])
     assert res["cells"] == 12 and res["skipped"] == len(before) and res["ran"] == 12 - len(before)
     after = _finished(out)

@@ -286,16 +286,26 @@ def _short_temp_dir() -> str | None:
 
 
 def _ray_init(sc: SweepConfig) -> Any:
+    """Start a new local Ray (or join the cluster at ``sc.address``) without Ray's start-up chatter.
+
+    A local Ray gets token authentication, Ray's own default, but asked for explicitly
+    (``RAY_AUTH_MODE=token``, unless the environment names a mode): left to its default, Ray
+    prints a ``WARNING`` that it turned it on at every start. Its ``INFO`` lines are not shown
+    either (``logging_level``); its warnings and errors still are."""
+    import logging
+
     if sc.address:  # clusters of `ray start` use token authentication; a driver must opt in (before import)
         if os.environ.get("RAY_AUTH_TOKEN") or (Path.home() / ".ray" / "auth_token").exists():
             os.environ.setdefault("RAY_AUTH_MODE", "token")
+    else:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     try:
         import ray
     except ImportError:
         raise SystemExit("prefrl sweep needs Ray: pip install 'prefrl[sweep]'") from None
     env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}}
     if sc.address:
-        ray.init(address=sc.address, runtime_env=env, log_to_driver=False)
+        ray.init(address=sc.address, runtime_env=env, log_to_driver=False, logging_level=logging.WARNING)
     else:
         ray.init(
             address="local",
@@ -305,6 +315,7 @@ def _ray_init(sc: SweepConfig) -> Any:
             include_dashboard=False,
             runtime_env=env,
             log_to_driver=False,
+            logging_level=logging.WARNING,
         )  # always a new local Ray, never one left running
     return ray
 
