@@ -33,7 +33,7 @@ def test_store_is_versioned(backend: Backend) -> None:
     with store.write() as c:
         c.execute(sa.update(S.meta).where(S.meta.c.key == "schema_version").values(value="999"))
     store.close()
-    with pytest.raises(StoreVersionError, match=r"schema version 999.*reads version 1"):
+    with pytest.raises(StoreVersionError, match=r"schema version 999.*reads version 2"):
         backend.open()
 
 

@@ -2,10 +2,15 @@
 
 Subcommands::
 
-    prefrl label [serve] --store PATH_OR_URL [--port 8000] [--host 127.0.0.1] [--run NAME]
+    prefrl label [serve] --store PATH_OR_URL [--port 8000] [--host 127.0.0.1] [--run ID_OR_NAME]
     prefrl label add-user --store PATH_OR_URL NAME [--admin] [--expires-days D]
+    prefrl label renew --store PATH_OR_URL NAME [--expires-days D]
+    prefrl label revoke --store PATH_OR_URL NAME
     prefrl label users --store PATH_OR_URL
-    prefrl label export --store PATH_OR_URL [--format csv|json] [--out FILE] [--run NAME]
+    prefrl label export --store PATH_OR_URL [--format csv|json] [--out FILE] [--run ID_OR_NAME]
+
+``--run`` takes a run's id (printed by ``prefrl train``, in ``RUN/config.json``) or its
+folder's name (then the newest run of that name).
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from prefrl.storage.store import QueryStore, StoreError
 
-SUBCOMMANDS = ("serve", "add-user", "users", "export")
+SUBCOMMANDS = ("serve", "add-user", "renew", "revoke", "users", "export")
 
 
 def _store_args(p: argparse.ArgumentParser) -> None:
@@ -33,7 +39,7 @@ def parser() -> argparse.ArgumentParser:
         description="Serve the labelling web app over a query store, or manage its labellers. "
         "Without a subcommand, `serve` is assumed.",
     )
-    sub = p.add_subparsers(dest="command", metavar="{serve,add-user,users,export}")
+    sub = p.add_subparsers(dest="command", metavar="{" + ",".join(SUBCOMMANDS) + "}")
     s = sub.add_parser("serve", help="start the labelling web app (default)")
     _store_args(s)
     s.add_argument(
@@ -42,7 +48,12 @@ def parser() -> argparse.ArgumentParser:
         help="address to listen on (default: 127.0.0.1; 0.0.0.0 for a team, with TLS in front)",
     )
     s.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
-    s.add_argument("--run", default=None, help="only serve this run's queries (default: every run)")
+    s.add_argument(
+        "--run",
+        default=None,
+        help="only serve this run's queries and clips: its id, or its folder's name (the newest run "
+        "of that name) (default: every run)",
+    )
     s.add_argument(
         "--max-body",
         type=int,
@@ -61,13 +72,20 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("name", help="labeller name (unique)")
     a.add_argument("--admin", action="store_true", help="may see the admin page and export labels")
     a.add_argument("--expires-days", type=float, default=None, help="token expiry (default: never)")
+    n = sub.add_parser("renew", help="give a labeller a new token (the old one stops working)")
+    _store_args(n)
+    n.add_argument("name", help="labeller name")
+    n.add_argument("--expires-days", type=float, default=None, help="token expiry (default: never)")
+    r = sub.add_parser("revoke", help="make a labeller's token invalid now (its labels stay)")
+    _store_args(r)
+    r.add_argument("name", help="labeller name")
     u = sub.add_parser("users", help="list labellers")
     _store_args(u)
     e = sub.add_parser("export", help="write every label (with clip provenance) as CSV or JSON")
     _store_args(e)
     e.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default: csv)")
     e.add_argument("--out", default="-", help="output file ('-': standard output)")
-    e.add_argument("--run", default=None, help="only this run's labels")
+    e.add_argument("--run", default=None, help="only this run's labels (its id or folder name)")
     return p
 
 
@@ -97,15 +115,30 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 0
+    if args.command in ("renew", "revoke"):
+        return _token_command(store, args)
     if args.command == "users":
-        for user in store.users():
-            role = "admin" if user.is_admin else "labeller"
-            print(f"{user.name}\t{role}\t{store.labelled_count(user.id)} labels")
+        from prefrl.storage.tokens import user_rows
+
+        for u in user_rows(store):
+            role = "admin" if u["is_admin"] else "labeller"
+            state = "active" if u["active"] else "revoked or expired"
+            until = (
+                ""
+                if u["expires"] is None
+                else " until " + time.strftime("%Y-%m-%d %H:%M", time.localtime(u["expires"]))
+            )
+            print(f"{u['name']}\t{role}\t{u['labels']} labels\ttoken {state}{until if u['active'] else ''}")
         return 0
     if args.command == "export":
+        from prefrl.storage.runs import find_run
         from prefrl.storage.stats import export_csv, label_rows
 
-        rows = label_rows(store, args.run)
+        run_id = None if args.run is None else find_run(store, args.run)
+        if args.run is not None and run_id is None:
+            print(f"prefrl label export: no run {args.run!r} in {store.where}", file=sys.stderr)
+            return 2
+        rows = label_rows(store, run_id)
         text = export_csv(rows) if args.format == "csv" else json.dumps(rows, indent=1)
         if args.out == "-":
             sys.stdout.write(text)
@@ -115,6 +148,28 @@ def main(argv: list[str]) -> int:
             print(f"wrote {len(rows)} labels to {args.out}", file=sys.stderr)
         return 0
     return serve(store, args.host, args.port, args.run, args.max_body, args.lease, args.log_level)
+
+
+def _token_command(store: QueryStore, args: argparse.Namespace) -> int:
+    """``renew`` (print a new token) or ``revoke``."""
+    from prefrl.storage.tokens import renew, revoke
+
+    if args.command == "revoke":
+        if not revoke(store, args.name):
+            print(f"prefrl label revoke: no labeller named {args.name!r}", file=sys.stderr)
+            return 2
+        print(f"revoked {args.name!r}'s token (a running server stops accepting it within "
+              f"{store.TOKEN_TTL_S:.0f} s)", file=sys.stderr)  # fmt: skip
+        return 0
+    days = args.expires_days
+    try:
+        token = renew(store, args.name, None if days is None else days * 86400)
+    except (StoreError, ValueError) as err:
+        print(f"prefrl label renew: {err}", file=sys.stderr)
+        return 2
+    print(token)
+    print(f"new token for {args.name!r}; the old one no longer works", file=sys.stderr)
+    return 0
 
 
 def serve(

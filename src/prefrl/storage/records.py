@@ -27,6 +27,11 @@ class QueryClosed(StoreError):
     """The query expired or its clips were pruned; it takes no more labels."""
 
 
+class QueryFilled(StoreError):
+    """The query already has the answers it needs (its run may have taken them); a further
+    answer would never be used, so it is refused."""
+
+
 class AlreadyLabelled(StoreError):
     """This labeller already answered this query (labels are never overwritten)."""
 

@@ -3,7 +3,9 @@
 Tables:
 
 - ``meta``: key/value pairs; ``schema_version`` says which layout the database has.
-- ``runs``: one row per training run that asks questions (a name and a task instruction).
+- ``runs``: one row per training run that asks questions: ``name`` is the run's id (written
+  once into its ``config.json``; the folder name for runs made before run ids), ``title``
+  the folder name it was started in (shown to people), and a task instruction.
 - ``clips``: one rendered fragment: a video file and an ``.npz`` of the arrays the reward
   model reads, both in the clip folder beside the database, named by ``clips.name``.
 - ``queries``: a pair of clips to compare, with priority, status, creation and expiry
@@ -19,8 +21,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 1
-"""Bump when the layout changes; opening a store of another version raises a clear error."""
+SCHEMA_VERSION = 2
+"""Bump when the layout changes: an older store is migrated on opening (:func:`migrate`), a
+newer one raises a clear error."""
 
 ANSWERS = ("left", "right", "equal", "incomparable", "skip")
 """What a labeller may answer. ``skip`` and ``incomparable`` are recorded but not trained on."""
@@ -38,9 +41,10 @@ runs = sa.Table(
     "runs",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),  # the run's id
     sa.Column("instruction", sa.Text, nullable=False, default=""),
     sa.Column("created", sa.Float, nullable=False),
+    sa.Column("title", sa.String(200), nullable=True),  # version 2: the run folder's name
 )
 
 clips = sa.Table(
@@ -118,3 +122,13 @@ episodes = sa.Table(
     sa.Column("bytes", sa.BigInteger, nullable=False, default=0),
     sa.Column("created", sa.Float, nullable=False),
 )
+
+
+def migrate(c: sa.Connection, version: int) -> None:
+    """Bring a store of an older schema ``version`` up to :data:`SCHEMA_VERSION`, in the
+    caller's write transaction. Only columns are added (version 1 had no ``runs.title``;
+    its runs' names were their folders' names, which become their titles)."""
+    if version < 2:
+        c.exec_driver_sql("ALTER TABLE runs ADD COLUMN title VARCHAR(200)")
+        c.execute(sa.update(runs).values(title=runs.c.name))
+    c.execute(sa.update(meta).where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))

@@ -16,12 +16,14 @@ from prefrl.storage.store import QueryStore
 _VALUE = {"left": 1.0, "right": 0.0, "equal": 0.5}
 
 
-def label_rows(store: QueryStore, run: str | None = None) -> list[dict[str, Any]]:
-    """Every label, oldest first: run, query, both clips' provenance, labeller, answer, timing."""
+def label_rows(store: QueryStore, run_id: int | None = None) -> list[dict[str, Any]]:
+    """Every label (of run ``run_id``), oldest first: run (its title and id), query, both clips'
+    provenance, labeller, answer, timing, and whether the run took it (``used``)."""
     lc, rc = S.clips.alias("lc"), S.clips.alias("rc")
     stmt = (
         sa.select(
-            S.labels.c.id.label("label_id"), S.runs.c.name.label("run"), S.labels.c.query_id,
+            S.labels.c.id.label("label_id"), sa.func.coalesce(S.runs.c.title, S.runs.c.name).label("run"),
+            S.runs.c.name.label("run_id"), S.labels.c.query_id, S.queries.c.consumed.label("used"),
             S.users.c.name.label("labeller"), S.labels.c.answer, S.labels.c.response_ms, S.labels.c.created,
             lc.c.episode.label("left_episode"), lc.c.start.label("left_start"),
             rc.c.episode.label("right_episode"), rc.c.start.label("right_start"),
@@ -35,10 +37,10 @@ def label_rows(store: QueryStore, run: str | None = None) -> list[dict[str, Any]
         )
         .order_by(S.labels.c.id)
     )  # fmt: skip
-    if run is not None:
-        stmt = stmt.where(S.runs.c.name == run)
+    if run_id is not None:
+        stmt = stmt.where(S.queries.c.run_id == run_id)
     with store.read() as c:
-        return [dict(r._mapping) for r in c.execute(stmt)]
+        return [{**r._mapping, "used": bool(r.used)} for r in c.execute(stmt)]
 
 
 def export_csv(rows: list[dict[str, Any]]) -> str:
@@ -51,13 +53,14 @@ def export_csv(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def label_stats(store: QueryStore, hours: int = 24) -> dict[str, Any]:
-    """Labels per labeller, agreement on queries answered by several labellers, labels per hour.
+def label_stats(store: QueryStore, run_id: int | None = None, hours: int = 24) -> dict[str, Any]:
+    """Labels per labeller, agreement on queries answered by several labellers, labels per hour,
+    over the labels of run ``run_id`` (every run: ``None``), the ones :func:`label_rows` exports.
 
     Agreement: over pairs of labellers who both gave a left/right/equal answer to the same
     query, the fraction that gave the same answer (overall and per labeller).
     """
-    rows = label_rows(store)
+    rows = label_rows(store, run_id)
     per_user: dict[str, dict[str, Any]] = {}
     by_query: dict[int, list[tuple[str, str]]] = {}
     for r in rows:
@@ -98,9 +101,10 @@ def label_stats(store: QueryStore, hours: int = 24) -> dict[str, Any]:
     multi = sum(1 for a in by_query.values() if len(a) >= 2)
     return {
         "labels": len(rows),
+        "labels_used": sum(1 for r in rows if r["used"]),
         "labellers": labellers,
         "agreement": None if total == 0 else agree / total,
         "doubly_labelled_queries": multi,
         "labels_per_hour": per_hour,
-        "open_queries": store.queue_length(),
+        "open_queries": store.queue_length(run_id=run_id),
     }

@@ -41,6 +41,7 @@ from prefrl.storage.records import (
     AlreadyLabelled,
     Answered,
     QueryClosed,
+    QueryFilled,
     StoreError,
     StoreVersionError,
     UnknownQuery,
@@ -51,8 +52,8 @@ from prefrl.storage.records import (
     sqlite_connect,
 )
 
-__all__ = ["AlreadyLabelled", "Answered", "QueryClosed", "QueryStore", "StoreError", "StoreVersionError",
-           "UnknownQuery", "User", "hash_token", "resolve_store"]  # fmt: skip
+__all__ = ["AlreadyLabelled", "Answered", "QueryClosed", "QueryFilled", "QueryStore", "StoreError",
+           "StoreVersionError", "UnknownQuery", "User", "hash_token", "resolve_store"]  # fmt: skip
 
 
 class QueryStore:
@@ -131,6 +132,9 @@ class QueryStore:
                 c.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
                 return
             v = c.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar()
+            if v is not None and v.isdigit() and 1 <= int(v) < S.SCHEMA_VERSION:
+                S.migrate(c, int(v))
+                return
         if v != str(S.SCHEMA_VERSION):
             raise StoreVersionError(
                 f"{self.where} was made with query-store schema version {v}, but this prefrl reads "
@@ -143,12 +147,15 @@ class QueryStore:
         self.engine.dispose()
 
     # ------------------------------------------------------------------ runs
-    def ensure_run(self, name: str, instruction: str | None = None) -> int:
-        """Id of run ``name``, created if new; ``instruction`` (if given) replaces the stored one."""
+    def ensure_run(self, name: str, instruction: str | None = None, title: str | None = None) -> int:
+        """Store id of the run whose id is ``name``, created if new (with ``title``, the name
+        people see; default ``name``); ``instruction`` (if given) replaces the stored one."""
         with self.write() as c:
             rid = c.execute(sa.select(S.runs.c.id).where(S.runs.c.name == name)).scalar()
             if rid is None:
-                ins = sa.insert(S.runs).values(name=name, instruction=instruction or "", created=time.time())
+                ins = sa.insert(S.runs).values(
+                    name=name, title=title or name, instruction=instruction or "", created=time.time()
+                )
                 return int(c.execute(ins).inserted_primary_key[0])
             if instruction is not None:
                 c.execute(sa.update(S.runs).where(S.runs.c.id == rid).values(instruction=instruction))
@@ -226,12 +233,15 @@ class QueryStore:
             n = sa.select(sa.func.count()).select_from(S.queries).where(S.queries.c.run_id == run_id)
             return int(c.execute(n).scalar() or 0)
 
-    def clip_path(self, file_name: str) -> Path | None:
-        """Path of a clip or episode video known to the store, or ``None``."""
+    def clip_path(self, file_name: str, run_id: int | None = None) -> Path | None:
+        """Path of a clip or episode video known to the store (of run ``run_id``), or ``None``."""
+        cl, ep = S.clips.c, S.episodes.c
         with self.read() as c:
-            known = c.execute(sa.select(S.clips.c.id).where(S.clips.c.video == file_name)).first()
+            stmt = sa.select(cl.id).where(cl.video == file_name)
+            known = c.execute(stmt if run_id is None else stmt.where(cl.run_id == run_id)).first()
             if known is None:
-                known = c.execute(sa.select(S.episodes.c.id).where(S.episodes.c.video == file_name)).first()
+                stmt = sa.select(ep.id).where(ep.video == file_name)
+                known = c.execute(stmt if run_id is None else stmt.where(ep.run_id == run_id)).first()
         path = self.clip_dir / file_name
         return path if known is not None and path.is_file() else None
 
@@ -439,12 +449,22 @@ class QueryStore:
         return self.queue_length(run_id=run_id)
 
     # ---------------------------------------------------------------- labels
-    def add_label(self, query_id: int, user_id: int, answer: str, response_ms: int | None = None) -> int:
+    def add_label(
+        self,
+        query_id: int,
+        user_id: int,
+        answer: str,
+        response_ms: int | None = None,
+        run_id: int | None = None,
+    ) -> int:
         """Record one answer; committed before this returns. Returns the label id.
+
+        ``run_id``: only a query of this run takes it (another run's query is unknown here).
 
         Raises:
             ValueError: ``answer`` is not one of :data:`~prefrl.storage.schema.ANSWERS`.
             UnknownQuery, QueryClosed, AlreadyLabelled: as named.
+            QueryFilled: the query already has the answers it needs (nobody would use this one).
         """
         if answer not in S.ANSWERS:
             raise ValueError(f"answer must be one of {S.ANSWERS}, got {answer!r}")
@@ -457,12 +477,22 @@ class QueryStore:
                     .where(q.id == query_id)
                     .with_for_update()
                 ).first()
-                if row is None:
-                    raise UnknownQuery(f"no query with id {query_id}")
+                if row is None or (run_id is not None and row.run_id != run_id):
+                    raise UnknownQuery(
+                        f"no query with id {query_id}" + ("" if run_id is None else " in this run")
+                    )
                 if row.status == "expired" or (
                     row.status == "open" and row.expires is not None and row.expires < now
                 ):
                     raise QueryClosed(f"query {query_id} has expired")
+                mine = sa.select(S.labels.c.id).where(
+                    S.labels.c.query_id == query_id, S.labels.c.user_id == user_id
+                )
+                if row.status != "open" and c.execute(mine).first() is None:
+                    raise QueryFilled(
+                        f"query {query_id} already has the {row.n_labels} answer(s) it needs; "
+                        "your answer was not recorded"
+                    )
                 # a second answer of the same labeller fails the (query, user) unique constraint
                 ins = sa.insert(S.labels).values(
                     query_id=query_id, user_id=user_id, answer=answer, response_ms=response_ms, created=now

@@ -6,7 +6,9 @@
   video encoding); labellers
   answer them in the web app (``prefrl label``), possibly in another process or on another
   machine; ``poll`` returns what was answered since, rebuilt from the store alone, so a
-  restarted trainer loses nothing (``poll(all=True)`` returns every answer so far).
+  restarted trainer loses nothing (``poll(all=True)`` returns every answer so far); at
+  the end of a run ``close_queries`` closes what is still open, so nobody answers for
+  nothing, and ``counts`` says what became of every query.
 - :class:`TerminalTeacher` (a sync :class:`~prefrl.teachers.Teacher`): one person at one
   machine watches the pair in a window (or an image sheet) and types L / R / E / Enter.
 
@@ -32,6 +34,7 @@ import numpy as np
 
 from prefrl.data.fragments import Fragments
 from prefrl.storage.clips import clip_frames
+from prefrl.storage.runs import finish_run, run_counts
 from prefrl.storage.store import QueryStore
 from prefrl.teachers import Answers
 
@@ -89,7 +92,9 @@ class StoreTeacher:
 
     Args:
         store: SQLite file path or SQLAlchemy URL of the query store (created if new).
-        run: run name; a restarted trainer with the same store and run resumes its queries.
+        run: the run's id in the store; a restarted trainer with the same store and run
+            resumes its queries. ``prefrl train`` passes the id written into ``config.json``.
+        title: the name people see and may serve the run by (default: ``run``), e.g. its folder.
         clip_dir: clip folder (default beside a SQLite file; required for other URLs).
         instruction: the task instruction shown to labellers.
         labels_per_query: a query counts as answered once this many labellers answered it.
@@ -101,7 +106,8 @@ class StoreTeacher:
     """
 
     def __init__(
-        self, store: str | Path | QueryStore, run: str = "default", *, clip_dir: str | Path | None = None,
+        self, store: str | Path | QueryStore, run: str = "default", *, title: str | None = None,
+        clip_dir: str | Path | None = None,
         instruction: str | None = None, labels_per_query: int = 1, combine: Combine = "majority",
         ttl_s: float | None = None, max_clip_bytes: int | None = None, fps: float = 15.0,
         max_queued: int = 8,
@@ -110,7 +116,8 @@ class StoreTeacher:
             raise ValueError(f"labels_per_query must be >= 1, got {labels_per_query}")
         combine_answers([], combine)  # validates the rule
         self.store = store if isinstance(store, QueryStore) else QueryStore(store, clip_dir)
-        self.run_id = self.store.ensure_run(run, instruction)
+        self.run = run
+        self.run_id = self.store.ensure_run(run, instruction, title=title)
         self.labels_per_query = labels_per_query
         self.combine = combine
         self.ttl_s = ttl_s
@@ -266,6 +273,22 @@ class StoreTeacher:
         with self._lock:
             in_flight = self._in_flight
         return self.store.pending(self.run_id) + in_flight
+
+    def close_queries(self) -> dict[str, int]:
+        """End of the run: flush, then close its open queries (see
+        :func:`~prefrl.storage.runs.finish_run`: partly answered ones count as answered, the
+        others expire and are no longer served). ``poll`` afterwards takes the last answers."""
+        self.flush()
+        return finish_run(self.store, self.run_id)
+
+    def counts(self) -> dict[str, int]:
+        """What this run asked and what became of it (:func:`~prefrl.storage.runs.run_counts`)."""
+        return run_counts(self.store, self.run_id)
+
+    @property
+    def answer_hint(self) -> str:
+        """Where people answer this run's queries."""
+        return f"prefrl label serve --store {self.store.where} --run {self.run}"
 
     def publish_episode(self, frames: np.ndarray) -> None:
         """Show a full episode ``[T, H, W, 3]`` uint8 in the labelling page's side panel."""

@@ -8,28 +8,38 @@ or the cookie set by ``POST /api/session``):
   The query is leased to this labeller for a short while so others get different ones.
 - ``POST /api/labels`` with ``{"query_id": int, "answer": "left"|"right"|"equal"|"incomparable"|"skip",
   "response_ms": int (optional)}`` → 201 ``{"label_id", "labelled", "queue"}``; the label is
-  committed before the answer is sent. 404 unknown query, 409 already answered by you,
-  410 query expired, 422 malformed body, 413 body over the size limit.
+  committed before the answer is sent. 404 unknown query (or another run's, on a server
+  started for one run), 409 already answered by you or the query already has the answers
+  it needs (nobody would use yours), 410 query expired (e.g. its run ended), 422 malformed
+  body (``query_id`` must be a JSON integer: ``true`` is not 1), 413 body over the size limit.
 - ``GET /api/me``, ``GET /api/status`` (counts and the latest episode video URL).
 - ``POST /api/session`` ``{"token"}`` sets an HttpOnly cookie for the page; ``DELETE`` clears it.
 - ``GET /clips/<name>.webm``: a clip or episode video (signed-in labellers only).
-- Admins: ``GET /api/admin/stats``, ``GET /api/admin/export?format=csv|json``.
+- Admins: ``GET /api/admin/stats``, ``GET /api/admin/export?format=csv|json`` (both over the
+  labels of the served run, or of every run).
+
+A client whose sign-ins fail ``max_failures`` times within ``failure_window_s`` seconds is
+answered 429 (with ``Retry-After``) until the window has passed, valid token or not.
 
 Pages: ``/`` (labelling) and ``/admin``.
 """
 
 import json
 import re
+import threading
+import time
+from collections import deque
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from prefrl.storage.runs import find_run
 from prefrl.storage.stats import export_csv, label_rows, label_stats
-from prefrl.storage.store import AlreadyLabelled, QueryClosed, QueryStore, UnknownQuery, User
+from prefrl.storage.store import AlreadyLabelled, QueryClosed, QueryFilled, QueryStore, UnknownQuery, User
 from prefrl.web.pages import ADMIN_HTML, LABEL_HTML
 
 COOKIE = "prefrl_token"
@@ -41,9 +51,9 @@ class LabelIn(BaseModel):
     """Body of ``POST /api/labels``."""
 
     model_config = ConfigDict(extra="forbid")
-    query_id: int = Field(ge=1, le=2**62)
+    query_id: StrictInt = Field(ge=1, le=2**62)  # strict: a JSON boolean is no id
     answer: Literal["left", "right", "equal", "incomparable", "skip"]
-    response_ms: int | None = Field(default=None, ge=0, le=7 * 24 * 3600 * 1000)
+    response_ms: StrictInt | None = Field(default=None, ge=0, le=7 * 24 * 3600 * 1000)
 
 
 class SessionIn(BaseModel):
@@ -104,14 +114,78 @@ async def _too_large(send: Send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+class FailedSignIns:
+    """Counts failed sign-ins per client; :meth:`retry_after` > 0 while a client is throttled."""
+
+    def __init__(self, max_failures: int, window_s: float) -> None:
+        self.max_failures, self.window_s = max_failures, window_s
+        self._lock = threading.Lock()
+        self._seen: dict[str, deque[float]] = {}
+
+    def _recent(self, client: str, now: float) -> deque[float]:
+        times = self._seen.setdefault(client, deque())
+        while times and times[0] <= now - self.window_s:
+            times.popleft()
+        return times
+
+    def retry_after(self, client: str) -> float:
+        now = time.monotonic()
+        with self._lock:
+            times = self._recent(client, now)
+            return 0.0 if len(times) < self.max_failures else times[0] + self.window_s - now
+
+    def failed(self, client: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._seen) > 10_000:
+                self._seen.clear()
+            self._recent(client, now).append(now)
+
+
+class RunScope:
+    """The run a server serves: by its id or title (the newest run of that title), looked up
+    again every few seconds until found, so a server may start before its run; ``None``: all."""
+
+    def __init__(self, store: QueryStore, run: str | None, recheck_s: float = 2.0) -> None:
+        self.store, self.run, self.recheck_s = store, run, recheck_s
+        self._id: int | None = None
+        self._checked = -float("inf")
+
+    def run_id(self) -> int | None:
+        """Store id of the served run (``-1``: none of that name yet; ``None``: every run)."""
+        if self.run is None:
+            return None
+        now = time.monotonic()
+        if now - self._checked >= self.recheck_s:
+            self._id, self._checked = find_run(self.store, self.run), now
+        return -1 if self._id is None else self._id
+
+
 def create_app(
-    store: QueryStore, run: str | None = None, max_body: int = 16_384, lease_s: float = 30.0
-) -> FastAPI:
-    """The labelling app over ``store``; ``run`` limits it to one run's queries (default: all)."""
+    store: QueryStore, run: str | None = None, max_body: int = 16_384, lease_s: float = 30.0,
+    max_failures: int = 10, failure_window_s: float = 60.0,
+) -> FastAPI:  # fmt: skip
+    """The labelling app over ``store``; ``run`` (a run's id or title) limits it to that run's
+    queries, clips, stats and export (default: every run)."""
     app = FastAPI(
         title="prefrl labelling", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json"
     )
-    run_id = store.ensure_run(run) if run is not None else None
+    scope = RunScope(store, run)
+    failures = FailedSignIns(max_failures, failure_window_s)
+
+    def check_token(request: Request, token: str) -> User:
+        """The token's labeller; 429 while this client is throttled, 401 (counted) if unknown."""
+        client = request.client.host if request.client is not None else "?"
+        wait = failures.retry_after(client)
+        if wait > 0:
+            raise HTTPException(
+                429, "too many failed sign-ins: try again later", {"Retry-After": str(max(1, round(wait)))}
+            )
+        user = store.user_for_token(token) if len(token) <= MAX_TOKEN else None
+        if user is None:
+            failures.failed(client)
+            raise HTTPException(401, "unknown or expired token", {"WWW-Authenticate": "Bearer"})
+        return user
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -136,10 +210,7 @@ def create_app(
             token = request.cookies.get(COOKIE)
         if not token:
             raise HTTPException(401, "sign in first: no token given", {"WWW-Authenticate": "Bearer"})
-        user = store.user_for_token(token) if len(token) <= MAX_TOKEN else None
-        if user is None:
-            raise HTTPException(401, "unknown or expired token", {"WWW-Authenticate": "Bearer"})
-        return user
+        return check_token(request, token)
 
     def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
         if not user.is_admin:
@@ -150,7 +221,7 @@ def create_app(
     Admin = Annotated[User, Depends(admin_user)]
 
     def counts(user: User) -> dict[str, int]:
-        labelled, queue = store.counts(user.id, run_id)
+        labelled, queue = store.counts(user.id, scope.run_id())
         return {"labelled": labelled, "queue": queue}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -162,11 +233,9 @@ def create_app(
         return ADMIN_HTML
 
     @app.post("/api/session")
-    def sign_in(body: SessionIn, response: Response) -> dict[str, Any]:
+    def sign_in(body: SessionIn, request: Request, response: Response) -> dict[str, Any]:
         """Check a token and set the page's cookie."""
-        user = store.user_for_token(body.token)
-        if user is None:
-            raise HTTPException(401, "unknown or expired token")
+        user = check_token(request, body.token)
         response.set_cookie(COOKIE, body.token, httponly=True, samesite="strict", max_age=30 * 24 * 3600)
         return {"name": user.name, "is_admin": user.is_admin}
 
@@ -181,13 +250,13 @@ def create_app(
 
     @app.get("/api/status")
     def status(user: Signed) -> dict[str, Any]:
-        ep = store.latest_episode(run_id)
+        ep = store.latest_episode(scope.run_id())
         return {**counts(user), "episode": None if ep is None else f"/clips/{ep}"}
 
     @app.get("/api/queries/next")
     def next_query(user: Signed) -> dict[str, Any]:
         """The next query for this labeller, with its two clip URLs."""
-        q = store.next_query(user.id, run_id, lease_s=lease_s)
+        q = store.next_query(user.id, scope.run_id(), lease_s=lease_s)
         if q is None:
             return {"query_id": None, **counts(user)}
         return {
@@ -199,10 +268,10 @@ def create_app(
     def post_label(body: LabelIn, user: Signed) -> dict[str, Any]:
         """Record this labeller's answer to a query (never overwrites an earlier one)."""
         try:
-            label_id = store.add_label(body.query_id, user.id, body.answer, body.response_ms)
+            label_id = store.add_label(body.query_id, user.id, body.answer, body.response_ms, scope.run_id())
         except UnknownQuery as e:
             raise HTTPException(404, str(e)) from e
-        except AlreadyLabelled as e:
+        except (AlreadyLabelled, QueryFilled) as e:
             raise HTTPException(409, str(e)) from e
         except QueryClosed as e:
             raise HTTPException(410, str(e)) from e
@@ -210,7 +279,7 @@ def create_app(
 
     @app.get("/clips/{name}", include_in_schema=False)
     def clip(name: str, user: Signed) -> FileResponse:
-        path = store.clip_path(name) if CLIP_NAME.match(name) else None
+        path = store.clip_path(name, scope.run_id()) if CLIP_NAME.match(name) else None
         if path is None:
             raise HTTPException(404, "no such clip")
         return FileResponse(path, media_type="video/webm", headers={"Cache-Control": "private, max-age=3600"})
@@ -218,12 +287,12 @@ def create_app(
     @app.get("/api/admin/stats")
     def stats(user: Admin) -> dict[str, Any]:
         """Labels per labeller, agreement on doubly-labelled queries, labels per hour."""
-        return label_stats(store)
+        return label_stats(store, scope.run_id())
 
     @app.get("/api/admin/export")
     def export(user: Admin, format: Literal["csv", "json"] = "json") -> Response:
         """Every label with its query's clip provenance."""
-        rows = label_rows(store, run)
+        rows = label_rows(store, scope.run_id())
         if format == "csv":
             return Response(
                 export_csv(rows), media_type="text/csv",
