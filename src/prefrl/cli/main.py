@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("prefrl.cli.sweep", "run a grid of train runs (envs x budgets x teachers x seeds) on Ray"),
     "label": ("prefrl.cli.label", "serve the labelling web app / manage labellers"),
     "interpret": ("prefrl.cli.interpret", "evaluate and visualise what a learned reward rewards"),
+    "report": ("prefrl.cli.report", "one HTML page showing what a run learned (curves, labels, video)"),
 }
 
 

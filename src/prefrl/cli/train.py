@@ -14,6 +14,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from prefrl.training.run import build_run, format_report, train
 from prefrl.training.run_config import EnvConfig, RewardNetConfig, TrainConfig, config_to_dict, parse_args
@@ -45,6 +46,23 @@ def interrupted_message(cfg: TrainConfig) -> str:
     )
 
 
+def add_page(rep: dict[str, Any]) -> None:
+    """Write the run's HTML page (as ``prefrl report RUN`` does) and name it in ``rep`` and
+    ``report.json``. The run is done by then: a page that cannot be made only warns."""
+    from prefrl.interpret.run_page import PageConfig, write_run_page  # matplotlib: only once trained
+    from prefrl.storage.checkpoint import write_json
+
+    run = Path(rep["run_dir"])
+    try:
+        page = write_run_page(PageConfig(run))
+    except Exception as e:  # e.g. an environment that cannot render frames
+        hint = f"`prefrl report {run} --pairs 0 --no-video` makes one without frames"
+        print(f"prefrl train: warning: no HTML page ({type(e).__name__}: {e}); {hint}", file=sys.stderr)
+        return
+    rep["files"]["page"] = str(page)
+    write_json(run / "report.json", rep)
+
+
 def main(argv: list[str]) -> int:
     try:
         try:
@@ -64,5 +82,6 @@ def main(argv: list[str]) -> int:
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"prefrl train: error: {e}", file=sys.stderr)
         return 2
+    add_page(rep)
     print(format_report(rep))
     return 0

@@ -1,0 +1,123 @@
+"""``prefrl report RUN``: the run's HTML page, written by ``prefrl train`` too, and seen in Chromium."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.web.browser import chromium_path, launch
+
+from prefrl.cli.main import main as prefrl_main
+from prefrl.data import PreferenceDataset
+from prefrl.data.fragments import Fragments
+from prefrl.interpret.run_page import FreshClips, disagreements, label_counts
+
+TINY = (
+    "--loop.total-steps 600 --loop.initial-steps 200 --loop.iterations 2 --loop.total-labels 4 "
+    "--eval-episodes 1 --no-progress --agent.buffer-size 2000 --threads 1"
+).split()
+WEBM_MAGIC = b"\x1a\x45\xdf\xa3"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A tiny real Pendulum run by ``prefrl train`` and what it printed."""
+    import contextlib
+    import io
+
+    run = tmp_path_factory.mktemp("runs") / "pend"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert prefrl_main(["train", "--run-dir", str(run), *TINY]) == 0
+    return run, out.getvalue()
+
+
+def test_train_writes_the_page_and_names_it_in_its_report(trained: tuple[Path, str]) -> None:
+    run, printed = trained
+    page = run / "report" / "index.html"
+    assert page.exists() and (run / "report" / "policy.webm").read_bytes()[:4] == WEBM_MAGIC
+    assert json.loads((run / "report.json").read_text())["files"]["page"] == str(page)
+    assert f"page         {page}" in printed
+
+
+def test_report_page_has_curves_labels_fresh_clips_video_and_pairs(
+    trained: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _ = trained
+    assert prefrl_main(["report", str(run), "--out", str(tmp_path), "--pairs", "3", "--episodes", "1"]) == 0
+    page = tmp_path / "index.html"
+    assert capsys.readouterr().out.strip() == str(page)
+    text = page.read_text()
+    for section in ("summary", "training", "labels", "fresh", "video", "pairs"):
+        assert f"<section id='{section}'>" in text
+    # training curves, learned-vs-true scatter and one filmstrip per pair, all inline
+    assert text.count("src='data:image/png;base64,") == 2 + 3
+    assert "<video src='policy.webm'" in text and (tmp_path / "policy.webm").read_bytes()[:4] == WEBM_MAGIC
+    labels = PreferenceDataset.load(run / "preferences.npz").labels
+    assert f"<th>labels used</th><td>{len(labels)}</td>" in text
+    assert "<th>tie share</th>" in text
+
+
+def test_no_video_and_no_pairs(trained: tuple[Path, str], tmp_path: Path) -> None:
+    run, _ = trained
+    assert prefrl_main(["report", str(run), "--out", str(tmp_path), "--no-video", "--pairs", "0"]) == 0
+    text = (tmp_path / "index.html").read_text()
+    assert "<video" not in text and not (tmp_path / "policy.webm").exists()
+    assert "<section id='pairs'>" not in text and "<section id='fresh'>" in text
+
+
+def test_help_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        prefrl_main(["report", "--help"])
+    assert e.value.code == 0
+    helptext = capsys.readouterr().out
+    assert "--no-video" in helptext and "--pairs" in helptext
+    assert prefrl_main(["report", str(tmp_path / "missing")]) == 2
+    assert "is this a prefrl run directory" in capsys.readouterr().err
+
+
+def test_disagreements_put_the_worst_inverted_pair_first() -> None:
+    n, length = 4, 3
+    rows = n * length
+    obs, acts = np.zeros((rows + 1, 1), np.float32), np.zeros((rows, 1), np.float32)
+    starts = np.arange(n) * length
+    frags = Fragments(obs, acts, None, np.zeros(rows, bool), starts, length, np.arange(n), np.zeros(n, int))
+    teacher = np.array([0.0, 1.0, 2.0, 10.0])
+    learned = np.array([0.0, 1.0, 2.0, -5.0])  # clip 3 is the teacher's best and the model's worst
+    clips = FreshClips(frags, np.array(["policy"] * n), teacher, learned, teacher, None)
+    pairs, probs, acc = disagreements(clips, 2, seed=0)
+    assert pairs[0, 0] == 3 and probs[0] < 0.01  # the teacher's choice first, the model doubts it
+    assert probs[0] <= probs[1] and 0.0 <= acc < 1.0
+
+
+def test_label_counts() -> None:
+    assert label_counts(np.array([1, 0, 0.5, 1, 0.7])) == {
+        "first preferred": 2, "second preferred": 1, "equally good": 1, "other": 1,
+    }  # fmt: skip
+
+
+@pytest.mark.skipif(
+    chromium_path() is None, reason="Debian chromium is not installed (apt-get install chromium)"
+)
+def test_page_loads_in_chromium_without_console_errors(trained: tuple[Path, str], tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    page_path = trained[0] / "report" / "index.html"
+    with sync_api.sync_playwright() as pw:
+        ctx = launch(pw, tmp_path / "profile")
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_path.as_uri())
+        page.wait_for_function(
+            "() => { const v = document.querySelector('video');"
+            " return v.readyState >= 2 && v.videoWidth > 0; }",
+            timeout=15_000,
+        )
+        sizes = page.evaluate("() => [...document.images].map(i => [i.alt, i.complete, i.naturalWidth])")
+        ctx.close()
+    assert not errors, errors
+    assert [s[0] for s in sizes[:2]] == ["training curves", "learned vs true return"]
+    assert len(sizes) >= 3 and all(done and width > 100 for _, done, width in sizes), sizes
