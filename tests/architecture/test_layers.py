@@ -25,7 +25,7 @@ LAYERS: dict[str, int] = {
     "web": 8,
     "cli": 9,
 }  # fmt: skip
-"""Layer of each top-level package (DESIGN.md, "Package layout"): a module may import its own
+"""Layer of each top-level package (docs/architecture.md, "Package map"): a module may import its own
 package and any package of a lower layer, never one of its own layer or above."""
 
 DEPRECATED_SHIMS = {"envs/__init__.py", "envs/preference_env.py"}
