@@ -66,6 +66,7 @@ from prefrl.training.config import (
     tie_fraction,
 )
 from prefrl.training.logger import Logger, NullLogger, RowLogger
+from prefrl.training.progress import StatusLine
 from prefrl.training.queries import candidate_pairs, choose_pairs
 from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
 
@@ -357,14 +358,15 @@ class PreferenceLoop:
     def _wait_for_labels(self) -> None:
         """Block (with a status line) until an async teacher gives the first answer."""
         t0 = time.perf_counter()
+        status = StatusLine()  # rewritten in place on a terminal, a line every 30 s in a log file
         while len(self.dataset) == 0:
             if self._poll():
                 break
             pending = self.async_teacher.pending() if self.async_teacher is not None else 0
             waited = time.perf_counter() - t0
-            print(f"\rwaiting for labels: {pending} queries pending, {waited:.0f}s", end="", file=sys.stderr)
+            status.show(f"waiting for labels: {pending} queries pending, {waited:.0f}s")
             time.sleep(1.0)
-        print(file=sys.stderr)
+        status.close()
 
     def _iteration(self, i: int) -> dict[str, float]:
         c = self.config
