@@ -31,6 +31,7 @@ from prefrl.agents.sb3 import (
     resolve_algo,
 )
 from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.storage.checkpoint import config_hash, read_json, write_json
 from prefrl.teachers.spec import AnyTeacher, make_teacher
@@ -238,6 +239,10 @@ def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int =
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Run (or resume) training; writes the run directory and returns the final report."""
+    if cfg.reward_from is not None:  # only an agent, on a finished run's reward
+        from prefrl.training.reward_from import train_on_saved_reward
+
+        return train_on_saved_reward(cfg)
     t0 = time.perf_counter()
     torch.set_num_threads(max(1, cfg.threads))
     r = build_run(cfg)
@@ -256,6 +261,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     train_cpu = time.process_time() - cpu0
     setup_s, t_after = t_run - t0, time.perf_counter()
     r.logger.close()
+    if loop.reward is not None:  # with the reward, how the agent saw it at the end (agents/saved_reward.py)
+        norm = {"normalize": loop.reward.normalize, **loop.reward.normalizer.state_dict()}
+        save_reward_net(loop.net, r.run_dir / "reward.safetensors", normalizer=norm)
     report: dict[str, Any] = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
     report["labels_used"] = len(loop.dataset)
     report["queries_asked"] = loop.state.queries_asked
@@ -322,7 +330,12 @@ def format_report(rep: dict[str, Any]) -> str:
     if acc is not None:
         acc_text = f"{acc:.3f} (fresh clips of the final and a random policy, ranked by the true reward)"
     lines.append(f"reward accuracy (held out)  : {acc_text}")
-    lines.append(f"labels used                 : {rep['labels_used']} ({rep['queries_asked']} queries asked)")
+    if "reward_from" in rep:
+        lines.append(f"reward from                 : {rep['reward_from']} (frozen, no labels asked)")
+    else:
+        lines.append(
+            f"labels used                 : {rep['labels_used']} ({rep['queries_asked']} queries asked)"
+        )
     ties = rep.get("label_tie_fraction")
     if ties is not None:
         lines.append(f"labels that were ties       : {ties:.0%}")

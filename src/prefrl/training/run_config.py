@@ -191,6 +191,7 @@ class RewardNetConfig:
 OptStore = Annotated[
     str | None, tyro.conf.arg(metavar="PATH|URL", help_behavior_hint="(only with --teacher web)")
 ]
+RewardFrom = Annotated[str | None, tyro.conf.arg(metavar="RUN|FILE", help_behavior_hint="(optional)")]
 RunDir = Annotated[
     str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: runs/<env>-<agent>-<time>)")
 ]
@@ -224,6 +225,10 @@ class TrainConfig:
     """Seed of environments, agent, loop and teacher."""
     trajectory_path: OptFile = None
     """Offline mode: learn only a reward, from clips of this trajectory file (.npz)."""
+    reward_from: RewardFrom = None
+    """Train only an agent, --loop.total-steps steps, on the frozen reward of this finished run (a run
+    directory, whose environment it takes, or a reward.safetensors file), normalised as that run's
+    agent saw it: no queries, no reward training (see docs/integrations.md)."""
     agent_path: OptFile = None
     """Warm start: initial policy from this SB3 .zip file."""
     save_preferences: OptFile = None

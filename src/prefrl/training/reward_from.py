@@ -1,0 +1,88 @@
+"""``prefrl train --reward-from RUN``: train only an agent, on the frozen reward of a finished run.
+
+No queries and no reward training: the agent trains ``--loop.total-steps`` environment steps on
+RUN's reward (normalised as RUN's agent saw it, see :mod:`prefrl.agents.saved_reward`), then is
+evaluated on the true reward as ``prefrl train`` evaluates its own. The new run directory holds
+``config.json``, the reward it trained on (``reward.safetensors``, so it is a source of its own),
+``policy.zip``, TensorBoard logs and ``report.json``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
+from prefrl.agents.learned_reward import LearnedRewardVecEnv
+from prefrl.agents.saved_reward import check_spaces, load_learned_reward, reward_file
+from prefrl.agents.sb3 import (
+    check_agent_space,
+    check_env_id,
+    make_agent,
+    make_env,
+    make_vec_env,
+    resolve_algo,
+)
+from prefrl.rewards.io import save_reward_net
+from prefrl.storage.checkpoint import read_json, write_json
+from prefrl.training.run_config import TrainConfig, config_from_dict
+
+
+def source_env(cfg: TrainConfig) -> None:
+    """Take the environment of the ``--reward-from`` run (a run directory's config.json) into ``cfg``."""
+    source = Path(cfg.reward_from)  # type: ignore[arg-type]
+    if source.is_dir() and (source / "config.json").exists():
+        where = f"{source}/config.json"
+        cfg.env = config_from_dict(read_json(source / "config.json", "run config"), where).env
+
+
+def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
+    """Train an agent on ``cfg.reward_from``'s reward; writes the run directory, returns the report."""
+    from prefrl.training.run import log_agent, prepare_run_dir, resolve_device, reward_accuracy
+
+    t0 = time.perf_counter()
+    if cfg.resume is not None:
+        raise ValueError("a --reward-from run keeps no checkpoints to resume: start it again")
+    if cfg.trajectory_path is not None:
+        raise ValueError("--reward-from trains an agent on a finished reward; --trajectory-path learns one")
+    path = reward_file(cfg.reward_from)  # type: ignore[arg-type]
+    source_env(cfg)
+    check_env_id(cfg.env.id)
+    env_kwargs = cfg.env.parsed_kwargs()
+    probe = make_env(cfg.env.id, env_kwargs)
+    obs_space, act_space = probe.observation_space, probe.action_space
+    probe.close()
+    check_agent_space(cfg.agent.algo, act_space)
+    cfg.agent.algo = resolve_algo(cfg.agent.algo, act_space)  # config.json names the real agent
+    cfg.device = resolve_device(cfg.device)
+    if cfg.agent.device == "auto":
+        cfg.agent.device = cfg.device
+    reward = load_learned_reward(path, "run" if cfg.loop.normalize_reward else "off", device=cfg.device)
+    check_spaces(reward.net, obs_space, act_space, cfg.reward_from)
+    torch.manual_seed(cfg.seed)
+    run = prepare_run_dir(cfg)
+    venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed), reward)
+    agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
+    log_agent(agent, run)
+    t_run = time.perf_counter()
+    agent.learn(cfg.loop.total_steps)
+    train_wall = time.perf_counter() - t_run
+    state = {"normalize": reward.normalize, **reward.normalizer.state_dict()}
+    save_reward_net(reward.net, run / "reward.safetensors", normalizer=state)
+    agent.save(str(run / "policy.zip"))
+    rets = evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=env_kwargs)
+    rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=env_kwargs)
+    report: dict[str, Any] = {
+        "run_dir": str(run), "env": cfg.env.id, "reward_from": str(cfg.reward_from), "agent": cfg.agent.algo,
+        "env_steps": int(agent.num_timesteps), "eval": evaluation_mode(cfg.env.id, env_kwargs),
+        "true_return": float(rets.mean()), "true_return_std": float(rets.std()),
+        "random_return": float(rand.mean()), "reward_accuracy": reward_accuracy(cfg, reward.net, agent),
+        "train_wall_s": train_wall, "wall_s": time.perf_counter() - t0,
+        "files": {"config": str(run / "config.json"), "reward": str(run / "reward.safetensors"),
+                  "tensorboard": str(run / "tb"), "policy": str(run / "policy.zip")},
+    }  # fmt: skip
+    write_json(run / "report.json", report)
+    return report
