@@ -54,22 +54,23 @@ def drive(
     bar.on_end(loop)
 
 
+@pytest.mark.parametrize("s_per_100", [1.5, 6.0])  # a 4-minute run, and a 15-minute one on a busy machine
 def test_a_15000_step_run_writes_a_few_plain_lines_to_a_file(
-    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, s_per_100: float
 ) -> None:
     log = tmp_path / "log"
     with log.open("w") as f:
         monkeypatch.setattr(sys, "stderr", f)  # `prefrl train > log 2>&1`
-        drive(ProgressBar(), clock)
+        drive(ProgressBar(), clock, s_per_100=s_per_100)
     text = log.read_text()
     lines = text.splitlines()
     assert "\r" not in text
-    assert 10 <= len(lines) < 40, lines  # one per iteration and a heartbeat now and then
+    assert 10 <= len(lines) <= 30, lines  # one per iteration, and one a minute within a long one
     assert lines[-1].startswith("prefrl: 15000/15000 steps (100%)")
     assert "labels=28" in lines[-1] and "true_return=-150.0" in lines[-1] and "val_acc=0.9" in lines[-1]
 
 
-def test_a_slow_run_still_writes_a_line_every_30_seconds(tmp_path: Path, clock: FakeClock) -> None:
+def test_a_long_iteration_still_writes_a_line_a_minute(tmp_path: Path, clock: FakeClock) -> None:
     out = io.StringIO()
     bar = progress.LineProgress(10_000, unit="step", file=out)
     for _ in range(100):  # 100 updates, 6 s apart: 10 minutes without an iteration ending
@@ -77,7 +78,7 @@ def test_a_slow_run_still_writes_a_line_every_30_seconds(tmp_path: Path, clock: 
         bar.update(100)
     bar.close()
     lines = out.getvalue().splitlines()
-    assert 19 <= len(lines) <= 22 and lines[-1].startswith("prefrl: 10000/10000 steps")
+    assert 10 <= len(lines) <= 12 and lines[-1].startswith("prefrl: 10000/10000 steps")
 
 
 def test_a_terminal_keeps_the_live_bar(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:

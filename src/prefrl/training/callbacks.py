@@ -36,7 +36,7 @@ class ProgressBar(LoopCallback):
     """Progress over environment steps, showing labels and the latest true return.
 
     On a terminal it is a tqdm bar; written to a file (``nohup``, ``> log 2>&1``, CI) it is a
-    plain line per iteration and at most one more every 30 s in between
+    plain line per iteration and at most one more a minute in between
     (:class:`~prefrl.training.progress.LineProgress`)."""
 
     def __init__(self, disable: bool = False) -> None:

@@ -16,8 +16,11 @@ from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
-LINE_INTERVAL_S = 30.0
-"""Seconds between two plain progress lines when nothing else prompts one."""
+LINE_INTERVAL_S = 60.0
+"""Seconds between two plain progress lines when no iteration ended in between."""
+
+STATUS_INTERVAL_S = 30.0
+"""Seconds between two lines of a :class:`StatusLine` in a file."""
 
 LINE_FORMAT = "{n_fmt}/{total_fmt} {unit}s ({percentage:.0f}%) [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 
@@ -35,8 +38,9 @@ class LineProgress:
 
     ``update(k)`` advances by ``k`` and writes a line when ``interval`` seconds passed since
     the last one; ``set_postfix(values)`` records the latest figures and writes a line (at most
-    one per ``min_gap`` seconds); ``close()`` writes the final state if it was not written yet.
-    Each line reads ``prefix: 2,400/15,000 steps (16%) [00:23<02:50, 73.04step/s, labels=6]``.
+    one per ``min_gap`` seconds); ``close()`` writes the final count and figures if the last
+    line did not show them. Each line reads
+    ``prefix: 2400/15000 steps (16%) [00:23<02:50, 73.04step/s, labels=6]``.
     """
 
     def __init__(
@@ -56,7 +60,7 @@ class LineProgress:
         self.postfix = ""
         self.start = time.monotonic()
         self._last_t = -float("inf")
-        self._last_n: int | None = None
+        self._written: tuple[int, str] | None = None  # (n, postfix) of the last line
 
     def update(self, k: int = 1) -> None:
         self.n += int(k)
@@ -70,11 +74,11 @@ class LineProgress:
             self._write()
 
     def close(self) -> None:
-        if self._last_n != self.n:
+        if self._written != (self.n, self.postfix):
             self._write()
 
     def _write(self) -> None:
-        self._last_t, self._last_n = time.monotonic(), self.n
+        self._last_t, self._written = time.monotonic(), (self.n, self.postfix)
         if self.disable:
             return
         meter = tqdm.format_meter(
@@ -103,7 +107,7 @@ class StatusLine:
     """One line of status that changes (``show(text)``, called often): rewritten in place on
     a terminal, written as a new line at most every ``interval`` seconds anywhere else."""
 
-    def __init__(self, file: TextIO | None = None, interval: float = LINE_INTERVAL_S) -> None:
+    def __init__(self, file: TextIO | None = None, interval: float = STATUS_INTERVAL_S) -> None:
         self.file = file if file is not None else sys.stderr
         self.tty = is_terminal(self.file)
         self.interval = interval
