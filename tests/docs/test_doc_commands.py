@@ -98,6 +98,7 @@ MOVING_DOT_SHORT = tuple(
     "--total-timesteps 256 --n-steps 64 --eval-episodes 1 --total-labels 20 --learned-after 1".split()
 )
 TRAIN_CAPS = {"--loop.pretrain-steps": "100", "--final-agent-steps": "200"}  # only where the doc sets them
+REPORT_SHORT = ("--episodes", "1", "--clips", "20")
 INTERPRET_SHORT = {
     "report": ("--shape-steps", "20"),
     "shape": ("--steps", "20"),
@@ -265,6 +266,13 @@ RULES: tuple[Rule, ...] = (
         lambda a: [*a, "--episodes", "1", *(["--videos", "1"] if has(a, "--videos") else [])],
         slow=lambda a: True,
         outputs=lambda a: [f"{positional(a, 2)}/videos/*.mp4"] if has(a, "--videos") else [],
+    ),
+    Rule(  # the page of a trained run: fewer fresh clips, one pair
+        "prefrl report",
+        command_is("prefrl", "report"),
+        lambda a: [*a, *REPORT_SHORT, *([] if has(a, "--pairs") else ["--pairs", "1"])],
+        slow=lambda a: True,
+        outputs=lambda a: [f"{opt(a, '--out') or f'{positional(a, 2)}/report'}/index.html"],
     ),
     Rule(
         "prefrl rollouts",
