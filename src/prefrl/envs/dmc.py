@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -64,7 +65,14 @@ def register_dmc() -> bool:
     except ImportError:
         return False
     gym.register_envs(shimmy)
+    logging.getLogger("absl").addFilter(_quiet_model_compiler)
     return any(is_dmc_id(k) for k in gym.registry)
+
+
+def _quiet_model_compiler(record: logging.LogRecord) -> bool:
+    """Drop MuJoCo's deprecation notice for an attribute of DMC's own model files (one line per
+    environment created: a log of a long run would be mostly that)."""
+    return "settotalmass" not in record.getMessage()
 
 
 def is_box_dict(space: spaces.Space) -> bool:
