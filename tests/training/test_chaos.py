@@ -154,7 +154,8 @@ def _store_agrees_with_run(db: Path, run: Path) -> None:
     clip folder holds only files the store knows."""
     engine = sa.create_engine(f"sqlite:///{db}")
     with engine.connect() as c:
-        run_id = c.execute(sa.select(S.runs.c.id).where(S.runs.c.name == run.name)).scalar_one()
+        key = json.loads((run / "config.json").read_text())["run_id"]  # the store knows a run by its id
+        run_id = c.execute(sa.select(S.runs.c.id).where(S.runs.c.name == key)).scalar_one()
         q = S.queries.c
         n_queries = c.execute(sa.select(sa.func.count()).where(q.run_id == run_id)).scalar_one()
         taken = c.execute(sa.select(q.id).where(q.run_id == run_id, q.consumed.is_(True))).scalars().all()

@@ -47,9 +47,10 @@ def queries_under(store: QueryStore, keys: list[str]) -> int:
         return int(c.execute(stmt).scalar() or 0)
 
 
-def finish_run(store: QueryStore, run_id: int) -> dict[str, int]:
+def finish_run(store: QueryStore, run_id: int, keep_partial: bool = True) -> dict[str, int]:
     """Close a run's open queries: one that has some of its answers becomes answered (the run
-    takes the answers it has), one without any expires (no longer served, no longer answerable).
+    takes the answers it has; with ``keep_partial=False``, for a run that is gone, it expires
+    too), one without any expires (no longer served, no longer answerable).
 
     One write transaction, so an answer lands either before it (and is taken) or after it
     (and is refused). Returns ``{"answered": n, "expired": n}`` closed now.
@@ -58,7 +59,7 @@ def finish_run(store: QueryStore, run_id: int) -> dict[str, int]:
     now = time.time()
     open_ = [q.run_id == run_id, q.status == "open"]
     with store.write() as c:
-        part = c.execute(
+        part = 0 if not keep_partial else c.execute(
             sa.update(S.queries).where(*open_, q.n_labels > 0)
             .values(status="answered", answered=now, lease_user=None, lease_until=None)
         ).rowcount  # fmt: skip

@@ -39,13 +39,19 @@ def check_teacher_spec(spec: object, store: str | None = None) -> None:
 
 
 def make_teacher(
-    spec: str | AnyTeacher, *, run: str = "default", seed: int = 0, store: str | None = None
+    spec: str | AnyTeacher,
+    *,
+    run: str = "default",
+    title: str | None = None,
+    seed: int = 0,
+    store: str | None = None,
 ) -> AnyTeacher:
     """The teacher ``spec`` names (see module docstring); objects are returned as they are.
 
     Args:
         spec: a teacher name, ``"store:PATH_OR_URL"`` or a teacher object.
-        run: run name under which a human teacher files its queries in the store.
+        run: run id under which a human teacher files its queries in the store.
+        title: the run's name people see (default: ``run``).
         seed: seed of a simulated teacher's random generator.
         store: the query store of ``"web"``.
     """
@@ -61,7 +67,7 @@ def make_teacher(
     if spec.startswith("store:"):
         store = spec[len("store:") :]
     assert store is not None
-    return human.StoreTeacher(store, run=run)
+    return human.StoreTeacher(store, run=run, title=title)
 
 
 def is_async(teacher: object) -> bool:

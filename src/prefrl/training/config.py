@@ -127,6 +127,10 @@ class LoopConfig:
     a goal), when the episodes to query have any; the rest are drawn uniformly. None (auto):
     0.5 while at least half the labels so far are ties (e.g. a sparse reward that clips only
     show where an episode ends), else 0."""
+    answer_wait_s: float = 600.0
+    """With people answering (an async teacher, e.g. --teacher web): when training is done,
+    wait up to this many seconds for the queries still open (a progress line says how many
+    and where to answer), take what arrives, then close the rest so nobody answers them."""
     checkpoint_interval: int = 1
     """Save a resumable checkpoint every this many iterations (0: only at the end)."""
     relabel_batch: int = 16_384
@@ -156,6 +160,8 @@ class LoopConfig:
             raise ValueError("active_selection_oversampling must be >= 1")
         if not 0.0 <= self.active_selection_share <= 1.0:
             raise ValueError(f"active_selection_share must lie in [0, 1], got {self.active_selection_share}")
+        if not self.answer_wait_s >= 0:
+            raise ValueError(f"answer_wait_s must be >= 0 seconds, got {self.answer_wait_s}")
         if self.active_selection_from < 0:
             raise ValueError(f"active_selection_from must be >= 0 labels, got {self.active_selection_from}")
         if self.labels_per_round is not None and (self.labels_per_round < 1 or self.round_interval < 1):

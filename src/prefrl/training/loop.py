@@ -52,6 +52,7 @@ from prefrl.storage.checkpoint import CheckpointDir, load_learner, save_learner
 from prefrl.teachers import Answers, AsyncTeacher, Teacher
 from prefrl.teachers.spec import is_async
 from prefrl.training.callbacks import LoopCallback
+from prefrl.training.closing import close_queries, queries_due
 from prefrl.training.config import (
     AUTO_END_CLIP_FRAC,
     HELDOUT_PAIRS,
@@ -184,9 +185,26 @@ class PreferenceLoop:
             answers = [cb.on_iteration_end(self, metrics) for cb in self.callbacks]  # all are called
             if any(a is False for a in answers):
                 break
+        if self.async_teacher is not None:
+            self._last_answers()
         for cb in self.callbacks:
             cb.on_end(self)
         return metrics
+
+    def _last_answers(self) -> None:
+        """Training is done: wait for the open queries, take their answers and close the rest
+        (:func:`~prefrl.training.closing.close_queries`); fit the reward on new answers."""
+        close_queries(self)
+        if not len(self.dataset) or not self._labels_since_train:
+            return
+        self.trainer.train(self.dataset)
+        self._labels_since_train = 0
+        if self.reward is not None:
+            self.reward.refresh()
+        if self.run_dir is not None:
+            save_reward_net(self.net, self.run_dir / "reward.safetensors")
+        if self.ckpt is not None:
+            self.save_checkpoint()
 
     # ------------------------------------------------------------------ stages
     def _learn(self, steps: int) -> None:
@@ -377,8 +395,7 @@ class PreferenceLoop:
         if self.trajectories is None and batch.rews is not None and batch.num_steps:
             m["rollout/true_return"] = float(np.mean(batch.episode_returns()))
             m.update(self._correlation(batch))
-        target = int(self.alloc[: i + 1].sum())
-        due = max(0, target - self.state.queries_asked)
+        due = queries_due(self.alloc, i, self.state.queries_asked)  # lost submits: spread, not in a lump
         if due:
             asked = self._query(due, batch)
             m.update(asked)

@@ -38,6 +38,7 @@ from prefrl.teachers.spec import AnyTeacher, make_teacher
 from prefrl.training.callbacks import LoopCallback, ProgressBar
 from prefrl.training.config import TIE_HINT, TIE_WARN, check_selection, tie_fraction
 from prefrl.training.evaluations import PeriodicEvaluation, last_mean
+from prefrl.training.identity import claim_identity
 from prefrl.training.loop import PreferenceLoop
 from prefrl.training.metrics_log import MetricsLogger
 from prefrl.training.run_config import IGNORED_ON_RESUME, TrainConfig, config_to_dict
@@ -46,17 +47,20 @@ from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
 
 # ------------------------------------------------------------------------ wiring
 def cli_teacher(cfg: TrainConfig, run_name: str) -> AnyTeacher:
-    """The teacher ``cfg.teacher`` names (a simulated one seeded from ``--seed``)."""
-    return make_teacher(cfg.teacher, run=run_name, seed=cfg.seed + 7, store=cfg.store)
+    """The teacher ``cfg.teacher`` names (a simulated one seeded from ``--seed``); a human one
+    files its queries under the run's id (``run_name``, its folder's name, is what people see)."""
+    run_key = cfg.run_id or run_name  # a run made before run ids: its folder's name
+    return make_teacher(cfg.teacher, run=run_key, title=run_name, seed=cfg.seed + 7, store=cfg.store)
 
 
-def web_teacher_hint(store: str, run_name: str) -> str:
+def web_teacher_hint(store: str, run_name: str, run_id: str | None = None) -> str:
     """Where the queries of a ``--teacher web`` run go and the commands that label them."""
+    key = run_id or run_name
     return (
-        f"prefrl: queries of run {run_name!r} go to the store {store}. To label them in a browser, "
-        "in another terminal:\n"
+        f"prefrl: queries of run {run_name!r} (id {key}) go to the store {store}. To label them in a "
+        "browser, in another terminal:\n"
         f"  prefrl label add-user --store {store} NAME    # prints NAME's sign-in token\n"
-        f"  prefrl label serve --store {store}            # then open http://127.0.0.1:8000/ and sign in"
+        f"  prefrl label serve --store {store} --run {key}   # then open http://127.0.0.1:8000/ and sign in"
     )
 
 
@@ -71,6 +75,7 @@ def prepare_run_dir(cfg: TrainConfig) -> Path:
         kind = "offline" if cfg.trajectory_path is not None else cfg.agent.algo  # offline: no agent trains
         cfg.run_dir = f"runs/{cfg.env.id.replace('/', '_')}-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
     run = Path(cfg.run_dir)
+    claim_identity(cfg, run)  # its id; refused if the query store already has its name's queries
     if run.exists() and any(run.iterdir()):
         if not cfg.force:
             raise FileExistsError(
@@ -135,7 +140,7 @@ def build_run(cfg: TrainConfig) -> Run:
     run = prepare_run_dir(cfg)
     teacher = cli_teacher(cfg, run.name)
     if cfg.teacher == "web":
-        print(web_teacher_hint(cfg.store, run.name), file=sys.stderr, flush=True)  # type: ignore[arg-type]
+        print(web_teacher_hint(cfg.store, run.name, cfg.run_id), file=sys.stderr, flush=True)  # type: ignore[arg-type]
     logger = MetricsLogger(run)
     callbacks: list[LoopCallback] = [ProgressBar(disable=not cfg.progress)]
     if cfg.eval_interval > 0 and not offline:
@@ -267,6 +272,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     report: dict[str, Any] = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
     report["labels_used"] = len(loop.dataset)
     report["queries_asked"] = loop.state.queries_asked
+    counts = getattr(loop.async_teacher, "counts", None)
+    if counts is not None:  # people answered: asked = answered + expired, and every answer was used
+        report["queries"] = counts()
     if cfg.save_preferences:
         loop.dataset.save(cfg.save_preferences)
     if loop.agent is not None:
@@ -335,6 +343,12 @@ def format_report(rep: dict[str, Any]) -> str:
     else:
         lines.append(
             f"labels used                 : {rep['labels_used']} ({rep['queries_asked']} queries asked)"
+        )
+    q = rep.get("queries")
+    if q:
+        lines.append(
+            f"queries (people)            : {q['asked']} asked, {q['answered']} answered ({q['used']} used, "
+            f"{q['answers_used']} of {q['answers']} answers), {q['expired']} expired, {q['open']} open"
         )
     ties = rep.get("label_tie_fraction")
     if ties is not None:

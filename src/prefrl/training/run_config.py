@@ -191,6 +191,7 @@ class RewardNetConfig:
 OptStore = Annotated[
     str | None, tyro.conf.arg(metavar="PATH|URL", help_behavior_hint="(only with --teacher web)")
 ]
+RunId = Annotated[str | None, tyro.conf.arg(metavar="ID", help_behavior_hint="(default: a new one)")]
 RewardFrom = Annotated[str | None, tyro.conf.arg(metavar="RUN|FILE", help_behavior_hint="(optional)")]
 RunDir = Annotated[
     str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: runs/<env>-<agent>-<time>)")
@@ -217,6 +218,9 @@ class TrainConfig:
     """Overwrite an existing run directory."""
     resume: OptDir = None
     """Continue the run in this directory from its last checkpoint (its config.json is used)."""
+    run_id: RunId = None
+    """The run's identity in the query store (--teacher web), set once when the run begins (a new
+    one with --force) and kept in config.json; the folder's name is only where the run lives."""
     config: OptFile = None
     """A JSON config file (as written to RUN/config.json); command-line options override it."""
     print_config: bool = False

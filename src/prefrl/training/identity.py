@@ -1,0 +1,74 @@
+"""A run's identity: an id of its own, written once into its ``config.json`` and the query
+store, so that a run is never mistaken for another that happened to live in a folder of the
+same name (or in the same folder, before ``--force``).
+
+- A fresh run gets a new id (or keeps one given with ``--run-id`` / a ``--config`` file);
+  ``--force`` always starts a new one. A resumed run keeps the id in its ``config.json``
+  (a run made before run ids is known to the store by its folder's name).
+- With people labelling (``--teacher web``), a fresh run whose folder name or id already
+  has queries in the store is refused, naming ``--resume`` and ``--force``; ``--force`` on a
+  run folder closes the queries its previous run left open, so nobody answers them for
+  nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+from prefrl.training.run_config import TrainConfig
+
+
+def new_run_id() -> str:
+    """A fresh run id: 16 random hex digits."""
+    return secrets.token_hex(8)
+
+
+def store_key(cfg: TrainConfig, run_dir: Path) -> str:
+    """What the query store knows the run as: its id (its folder's name for a run made
+    before run ids)."""
+    return cfg.run_id or run_dir.name
+
+
+def previous_key(run_dir: Path) -> str | None:
+    """The store key of the run whose ``config.json`` is in ``run_dir`` (about to be replaced
+    by ``--force``), or ``None``."""
+    try:
+        old = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return str(old.get("run_id") or run_dir.name) if isinstance(old, dict) else None
+
+
+def claim_identity(cfg: TrainConfig, run_dir: Path) -> None:
+    """Before a fresh run writes anything: give it its id and, with a query store, check that
+    the store has no queries under its folder's name or id (``--force``: a new id, and the
+    open queries of the run it replaces in ``run_dir`` are closed).
+
+    Raises:
+        FileExistsError: the store already has queries of a run of that name or id.
+    """
+    old = previous_key(run_dir) if cfg.force else None
+    if cfg.run_id is None or cfg.force:
+        cfg.run_id = new_run_id()
+    if cfg.teacher != "web" or cfg.store is None:
+        return
+    from prefrl.storage.runs import find_run, finish_run, queries_under
+    from prefrl.storage.store import QueryStore
+
+    store = QueryStore(cfg.store)
+    try:
+        if old is not None and (rid := find_run(store, old)) is not None:
+            finish_run(store, rid, keep_partial=False)  # its run is gone: nobody would use the answers
+        keys = [cfg.run_id] if cfg.force else [run_dir.name, cfg.run_id]
+        n = queries_under(store, keys)
+        if n:
+            raise FileExistsError(
+                f"the query store {store.where} already has {n} queries of a run named "
+                f"{run_dir.name!r} (or with id {cfg.run_id!r}); a new run would take its answers. "
+                f"Pass --resume {run_dir} to continue that run, or --force to start a new one "
+                "(with a new id; the old run's answers stay its own)"
+            )
+    finally:
+        store.close()
