@@ -38,3 +38,21 @@ def test_evaluations_every_interval_are_reported_and_survive_a_resume(tmp_path: 
 def test_last_mean_takes_the_last_ten() -> None:
     evals = [(i * 10, float(i)) for i in range(15)]
     assert last_mean(evals) == np.mean(range(5, 15)) and last_mean([]) is None
+
+
+def test_a_warning_line_when_the_correlation_turns_negative() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from prefrl.training.evaluations import CorrelationWatch
+
+    out = io.StringIO()
+    watch, loop = CorrelationWatch(out), SimpleNamespace(env_steps=0)
+    for step, r in [(1, 0.5), (2, -0.2), (3, -0.4), (4, 0.1), (5, -0.3)]:
+        loop.env_steps = step * 1000
+        watch.on_iteration_end(loop, {"reward/pearson_true": r})
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2  # once each time it turns negative
+    assert "at step 2000" in lines[0] and "-0.20" in lines[0] and "at step 5000" in lines[1]
+    watch.on_iteration_end(loop, {})  # no true reward measured: nothing
+    assert len(out.getvalue().splitlines()) == 2

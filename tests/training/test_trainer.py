@@ -343,3 +343,25 @@ def test_trust_record_survives_a_checkpoint(pendulum_batch, tmp_path):
     old = RewardTrainer(MLPReward(OBS, ACT, ensemble_size=2), cfg)
     old.load_state_dict(state)
     assert len(old.trust.outcomes) == 0 and old.trust.seen == state["stats_seen"]
+
+
+def test_label_smoothing_bounds_the_return_gap_a_few_labels_can_force(pendulum_batch):
+    """SEER: with smoothing s a sure label targets P = 1 - s/2, so the model's loss on its own
+    labels settles near -log(1 - s/2) instead of going to 0 as the return gaps grow."""
+    from prefrl.training.trainer import smooth_labels
+
+    assert torch.allclose(smooth_labels(torch.tensor([1.0, 0.0, 0.5]), 0.2), torch.tensor([0.9, 0.1, 0.5]))
+    frags, pairs, labels = _pendulum_data(pendulum_batch, 8, seed=5)
+    loss = {}
+    for s in (0.0, 0.2):
+        ds = PreferenceDataset()
+        ds.add(frags, pairs, labels)
+        net = MLPReward(OBS, ACT, ensemble_size=1)
+        cfg = RewardTrainerConfig(epochs=300, val_fraction=0.0, seed=0, label_smoothing=s, lr=1e-2)
+        RewardTrainer(net, cfg).train(ds)
+        m = evaluate_preferences(net, frags, pairs, labels)
+        assert m["accuracy"] == 1.0  # both rank every labelled pair right
+        loss[s] = m["loss"]
+    assert loss[0.0] < 0.02 and 0.05 < loss[0.2] < 0.2  # -log(0.9) = 0.105
+    with pytest.raises(ValueError, match="label_smoothing"):
+        RewardTrainerConfig(label_smoothing=1.0)

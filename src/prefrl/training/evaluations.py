@@ -73,3 +73,28 @@ def last_mean(evaluations: list[tuple[int, float]], n: int = 10) -> float | None
     if not evaluations:
         return None
     return float(np.mean([r for _, r in evaluations[-n:]]))
+
+
+class CorrelationWatch(LoopCallback):
+    """A warning line when the learned reward's correlation with the true reward on the agent's
+    newest steps (``reward/pearson_true``, measured before the reward trains on them) turns
+    negative: the agent is optimising the reward where it is wrong, long before the return
+    shows it (Tien et al. 2023). Printed once each time it turns negative. Only meaningful
+    where the true reward is the teacher's (synthetic teachers)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream
+        self.negative = False
+
+    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> None:
+        r = metrics.get("reward/pearson_true")
+        if r is None or not np.isfinite(r):
+            return
+        if r < 0 and not self.negative:
+            import sys
+
+            print(f"warning: at step {loop.env_steps} the learned reward correlates {r:+.2f} with the true "
+                  "reward on the agent's newest steps: the agent is heading where the reward is wrong "
+                  "(more labels on its recent behaviour help)",
+                  file=self.stream or sys.stderr, flush=True)  # fmt: skip
+        self.negative = r < 0

@@ -57,6 +57,10 @@ class RewardTrainerConfig:
     """Factor by which the L2 coefficient moves after each epoch outside the band."""
     error_rate: float = 0.0
     """Assumed probability that the teacher answers at random (DRLHP used 0.1)."""
+    label_smoothing: float = 0.0
+    """Label smoothing (SEER): each training label y is moved towards a tie, to
+    (1 - label_smoothing) * y + label_smoothing / 2, so that a few labels cannot push the reward
+    gap between two clips without bound; 0: off."""
     discount: float = 1.0
     """Discount applied to rewards within a fragment when forming returns."""
     bootstrap: bool = True
@@ -111,6 +115,8 @@ class RewardTrainerConfig:
             raise ValueError(f"epochs must be positive, got {self.epochs}")
         if not 0.0 <= self.error_rate < 1.0:
             raise ValueError(f"error_rate must lie in [0, 1), got {self.error_rate}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
         if self.pseudo_label_ratio < 0 or not 0.5 < self.pseudo_label_threshold <= 1.0:
             raise ValueError(
                 f"need pseudo_label_ratio >= 0 and pseudo_label_threshold in (0.5, 1], got "
@@ -291,7 +297,7 @@ class RewardTrainer:
                     if c.crop_min_frac < 1.0:
                         rews = rews * self._crop_mask(idx.shape, rews.shape[-1], dev)
                     logits = preference_logits(rews, c.discount)  # [E, bc]
-                    y, w = labels[idx], weight[idx]
+                    y, w = smooth_labels(labels[idx], c.label_smoothing), weight[idx]
                     loss_all = preference_loss(logits, y, c.error_rate, reduction="none")  # [E, bc]
                     loss_e = (loss_all * w).sum(-1) / w.sum(-1).clamp_min(1.0)
                     loss = loss_e.sum() * (idx.shape[-1] / batch.shape[-1])
@@ -427,6 +433,11 @@ class RewardTrainer:
 
 
 @torch.no_grad()
+def smooth_labels(labels: torch.Tensor, smoothing: float) -> torch.Tensor:
+    """``[...]`` labels moved towards a tie: ``(1 - smoothing) * labels + smoothing / 2``."""
+    return labels if smoothing == 0.0 else labels * (1.0 - smoothing) + smoothing / 2
+
+
 def evaluate_preferences(
     net: RewardNet,
     fragments: Fragments,
