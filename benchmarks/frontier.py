@@ -1,0 +1,264 @@
+"""The field's own benchmark: DeepMind Control at 100 oracle labels, beside PEBBLE, SURF, RUNE, QPA, PPE.
+
+    python benchmarks/frontier.py --task walker_walk --seeds 3 --jobs 2 --out ../frontier-runs
+    python benchmarks/frontier.py --table --out ../frontier-runs      # the table, from what finished
+
+Three runs per task and seed, each the same agent (SBX SAC, 256x256 networks; the papers used
+1024x1024, which is ~8x slower per step on a CPU):
+
+* ``protocol``: the published protocol (PPE Table 10, QPA's and MRN's scripts): 1,000 random
+  steps, 9,000 steps of unsupervised (state-entropy) pre-training, then 10 oracle labels every
+  20,000 steps until the 100 are in, 50-step clips; everything else prefrl's defaults.
+* ``defaults``: prefrl's own defaults (its label schedule, no pre-training), same budget.
+* ``true``: the same agent on the true reward (the papers give no such column).
+
+Every run evaluates its policy on the true reward every 10,000 steps over 10 episodes; a result
+gives the mean of the last 10 evaluations (the papers' figure) and the final policy's return
+over 10 episodes. Runs are resumable: run the same command again after a kill and each run
+continues from its last checkpoint; a finished run (its ``<side>-seed<k>.json``) is skipped.
+Run directories go under ``--out`` (keep it outside the checkout); ``--table`` copies the result
+files to ``benchmarks/results/frontier/`` and prints the table in Markdown and, last, as JSON.
+
+Published numbers: PPE (NeurIPS 2025), Table 1 (baselines from their official code, 5 seeds,
+oracle teacher, 50-step segments; mean of the last 10 evaluations; episode return, max 1000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prefrl.agents.evaluate import evaluate_returns
+from prefrl.agents.policy_io import load_agent, save_agent
+from prefrl.agents.sb3 import AgentConfig, load_replay_buffer, make_agent, make_vec_env, save_replay_buffer
+from prefrl.storage.checkpoint import dumps, write_json
+from prefrl.training.evaluations import last_mean
+
+TASKS: dict[str, dict[str, Any]] = {
+    "walker_walk": {"env": "dm_control/walker-walk-v0", "steps": 500_000},
+    "cheetah_run": {"env": "dm_control/cheetah-run-v0", "steps": 1_000_000},
+}
+PUBLISHED: dict[str, dict[str, float]] = {
+    "walker_walk": {"PEBBLE": 453, "SURF": 661, "RUNE": 415, "QPA": 796, "PPE": 908},
+    "cheetah_run": {"PEBBLE": 546, "SURF": 557, "RUNE": 509, "QPA": 579, "PPE": 645},
+}
+SOURCE = "PPE (NeurIPS 2025), Table 1: official code of each baseline, 5 seeds, oracle teacher"
+SIDES = ("protocol", "defaults", "true")
+LABELS = 100
+EVAL_INTERVAL = 10_000
+EVAL_EPISODES = 10
+RANDOM_STEPS, PRETRAIN_STEPS = 1_000, 9_000
+ROUND_LABELS, ROUND_STEPS = 10, 20_000
+CHECKPOINT_EVERY = 5
+"""Iterations (of 10,000 steps) between checkpoints: a replay buffer of 10^6 steps is ~200 MB."""
+
+
+def agent_config() -> AgentConfig:
+    """The agent of every side: SBX SAC, 256x256, learning rate 5e-4 (the papers' on walker and
+    cheetah), a replay buffer holding the whole run."""
+    return AgentConfig(algo="sac", backend="sbx", net_arch=[256, 256], learning_rate=5e-4,
+                       batch_size=256, buffer_size=1_000_000)  # fmt: skip
+
+
+def learned_config(task: str, side: str, seed: int, run: Path, steps: int, labels: int) -> Any:
+    """The ``prefrl train`` config of a learned side (``protocol`` or ``defaults``)."""
+    from prefrl.training.run import TrainConfig
+
+    cfg = TrainConfig(seed=seed, run_dir=str(run), force=True, progress=False, eval_episodes=EVAL_EPISODES,
+                      eval_interval=EVAL_INTERVAL, agent=agent_config())  # fmt: skip
+    cfg.env.id = TASKS[task]["env"]
+    loop = cfg.loop
+    loop.total_steps, loop.total_labels, loop.fragment_length = steps, labels, 50
+    loop.checkpoint_interval = CHECKPOINT_EVERY
+    if side == "protocol":
+        loop.initial_steps, loop.pretrain_steps = RANDOM_STEPS, PRETRAIN_STEPS
+        loop.iterations = max(1, (steps - RANDOM_STEPS - PRETRAIN_STEPS) // EVAL_INTERVAL)
+        loop.labels_per_round, loop.round_interval = ROUND_LABELS, ROUND_STEPS // EVAL_INTERVAL
+    return cfg
+
+
+def run_learned(task: str, side: str, seed: int, run: Path, steps: int, labels: int) -> dict[str, Any]:
+    """Train (or resume) one learned run; its result."""
+    from prefrl.training.run import train
+    from prefrl.training.run_config import parse_args
+
+    if (run / "config.json").exists():
+        cfg = parse_args(["--resume", str(run), "--no-progress"])
+    else:
+        cfg = learned_config(task, side, seed, run, steps, labels)
+    rep = train(cfg)
+    return {"final_return": rep["true_return"], "last10_mean": rep.get("eval_last10_mean"),
+            "evaluations": rep.get("evaluations", []), "labels_used": rep["labels_used"],
+            "train_wall_s": rep["train_wall_s"], "reward_accuracy": rep.get("reward_accuracy")}  # fmt: skip
+
+
+def run_true(task: str, seed: int, run: Path, steps: int) -> dict[str, Any]:
+    """Train (or resume) the agent on the true reward, evaluating every :data:`EVAL_INTERVAL`
+    steps and saving a checkpoint (policy, replay buffer, state) every :data:`CHECKPOINT_EVERY`."""
+    env_id, cfg = TASKS[task]["env"], agent_config()
+    run.mkdir(parents=True, exist_ok=True)
+    state_path = run / "state.json"
+    venv = make_vec_env(env_id, 1, None, seed=seed)
+    state: dict[str, Any] = {"steps": 0, "evaluations": [], "wall_s": 0.0}
+    if state_path.exists():
+        state = json.loads(state_path.read_text())
+        agent = load_agent(cfg.algo, run / "policy.zip", venv, backend=cfg.backend, config=cfg)
+        load_replay_buffer(agent.replay_buffer, run / "replay_buffer.npz")
+    else:
+        agent = make_agent(cfg, venv, seed=seed, learning_starts=RANDOM_STEPS)
+    t0 = time.perf_counter() - state["wall_s"]
+    while state["steps"] < steps:
+        n = min(EVAL_INTERVAL - state["steps"] % EVAL_INTERVAL, steps - state["steps"])
+        agent.learn(n, reset_num_timesteps=state["steps"] == 0, progress_bar=False)
+        state["steps"] += n
+        k = len(state["evaluations"])
+        ret = float(evaluate_returns(env_id, agent, EVAL_EPISODES, seed=10_000 + k).mean())
+        state["evaluations"].append([state["steps"], ret])
+        state["wall_s"] = time.perf_counter() - t0
+        if len(state["evaluations"]) % CHECKPOINT_EVERY == 0 or state["steps"] >= steps:
+            save_agent(agent, run / "policy.zip", cfg)
+            save_replay_buffer(agent.replay_buffer, run / "replay_buffer.npz")
+            write_json(state_path, state)
+        print(
+            f"{task} true seed {seed}: {state['steps']} steps, return {ret:.1f}", file=sys.stderr, flush=True
+        )
+    final = float(evaluate_returns(env_id, agent, EVAL_EPISODES).mean())
+    evals = [(int(t), float(r)) for t, r in state["evaluations"]]
+    return {"final_return": final, "last10_mean": last_mean(evals), "evaluations": state["evaluations"],
+            "labels_used": 0, "train_wall_s": state["wall_s"]}  # fmt: skip
+
+
+def run_one(a: argparse.Namespace) -> int:
+    """One run (``--side`` and ``--seed``): train or resume it, write its result file."""
+    root = Path(a.out) / a.task
+    steps = a.steps or TASKS[a.task]["steps"]
+    run, result = root / f"{a.side}-seed{a.seed}", root / f"{a.side}-seed{a.seed}.json"
+    if result.exists():
+        return 0
+    t0 = time.perf_counter()
+    if a.side == "true":
+        res = run_true(a.task, a.seed, run, steps)
+    else:
+        res = run_learned(a.task, a.side, a.seed, run, steps, a.labels)
+    res.update(task=a.task, env=TASKS[a.task]["env"], side=a.side, seed=a.seed, steps=steps, labels=a.labels,
+               agent=dataclasses.asdict(agent_config()), wall_s=time.perf_counter() - t0)  # fmt: skip
+    write_json(result, res)
+    return 0
+
+
+def run_all(a: argparse.Namespace) -> int:
+    """Every (side, seed) of ``--task`` not finished yet, ``--jobs`` at a time, each in its own
+    process (one torch/JAX thread each), unfinished ones resuming from their checkpoints."""
+    root = Path(a.out) / a.task
+    root.mkdir(parents=True, exist_ok=True)
+    todo = [(side, seed) for seed in range(a.first_seed, a.first_seed + a.seeds) for side in a.sides
+            if not (root / f"{side}-seed{seed}.json").exists()]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
+    running: list[tuple[subprocess.Popen[bytes], str]] = []
+    failed = []
+    while todo or running:
+        while todo and len(running) < a.jobs:
+            side, seed = todo.pop(0)
+            name = f"{side}-seed{seed}"
+            cmd = [sys.executable, __file__, "--task", a.task, "--side", side, "--seed", str(seed),
+                   "--out", a.out, "--labels", str(a.labels)]  # fmt: skip
+            cmd += ["--steps", str(a.steps)] if a.steps else []
+            with open(root / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
+                running.append((subprocess.Popen(cmd, stdout=log, stderr=log, env=env), name))
+            print(f"{a.task} {name}: started (log {root / (name + '.log')})", file=sys.stderr, flush=True)
+        time.sleep(5)
+        for proc, name in list(running):
+            if proc.poll() is not None:
+                running.remove((proc, name))
+                print(f"{a.task} {name}: {'done' if proc.returncode == 0 else 'FAILED'}", file=sys.stderr)
+                if proc.returncode:
+                    failed.append(name)
+    return 1 if failed else 0
+
+
+def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
+    """Per task and side: seeds, median and mean of the last-10 means and of the final returns."""
+    table: dict[str, Any] = {}
+    for task in TASKS:
+        rows: dict[str, Any] = {}
+        for side in SIDES:
+            found = sorted((out / task).glob(f"{side}-seed*.json"))
+            res = [json.loads(p.read_text()) for p in found]
+            if copy_to is not None and found:
+                (copy_to / task).mkdir(parents=True, exist_ok=True)
+                for p in found:
+                    (copy_to / task / p.name).write_bytes(p.read_bytes())
+            if res:
+                last10 = [r["last10_mean"] for r in res]
+                final = [r["final_return"] for r in res]
+                rows[side] = {
+                    "seeds": [r["seed"] for r in res], "last10": last10, "final": final,
+                    "median_last10": float(np.median(last10)), "mean_last10": float(np.mean(last10)),
+                    "median_final": float(np.median(final)), "labels": [r["labels_used"] for r in res],
+                    "steps": res[0]["steps"],
+                }  # fmt: skip
+        table[task] = {"published": PUBLISHED[task], "prefrl": rows}
+    return table
+
+
+def markdown(table: dict[str, Any]) -> str:
+    """The published table with prefrl's rows beside it (median of seeds; n seeds given)."""
+    names = list(next(iter(PUBLISHED.values())))
+    head = ["DMC task", "labels / steps", *names, "prefrl protocol", "prefrl defaults", "prefrl true reward"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for task, t in table.items():
+        cells = [
+            task,
+            f"{LABELS} / {TASKS[task]['steps'] // 1000}k",
+            *[str(t["published"][n]) for n in names],
+        ]
+        for side in SIDES:
+            r = t["prefrl"].get(side)
+            cells.append("—" if r is None else f"{r['median_last10']:.0f} (n={len(r['seeds'])})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return (
+        "\n".join(lines)
+        + f"\n\nPublished: {SOURCE}. prefrl: median over seeds of the mean of the last 10 evaluations."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", choices=list(TASKS), default="walker_walk", help="DMC task")
+    p.add_argument("--seeds", type=int, default=3, help="seeds first_seed .. first_seed+seeds-1")
+    p.add_argument("--first-seed", type=int, default=0, help="the first seed")
+    p.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES), help="which runs of each seed")
+    p.add_argument("--side", choices=SIDES, default=None, help="run only this side of --seed in this process")
+    p.add_argument("--seed", type=int, default=0, help="with --side: the seed")
+    p.add_argument(
+        "--steps", type=int, default=None, help="environment steps (default: the task's published)"
+    )
+    p.add_argument("--labels", type=int, default=LABELS, help="label budget of the learned runs")
+    p.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1)), help="runs at a time")
+    p.add_argument(
+        "--out", default="../frontier-runs", help="folder of the run directories (outside the checkout)"
+    )
+    p.add_argument("--table", action="store_true", help="only print the table of the results found")
+    a = p.parse_args(argv)
+    if a.table:
+        results = Path(__file__).resolve().parent / "results" / "frontier"
+        table = summarize(Path(a.out), results)
+        print(markdown(table))
+        print(dumps(table))
+        return 0
+    if a.side is not None:
+        return run_one(a)
+    return run_all(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""benchmarks/frontier.py: the published DMC protocol, its resumable runs and the table."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from prefrl.training.config import query_allocation
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _frontier() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("frontier", ROOT / "benchmarks/frontier.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_protocol_run_is_the_published_schedule(tmp_path: Path) -> None:
+    fr = _frontier()
+    cfg = fr.learned_config("walker_walk", "protocol", 0, tmp_path / "r", 500_000, 100)
+    loop = cfg.loop
+    assert cfg.env.id == "dm_control/walker-walk-v0" and loop.fragment_length == 50
+    assert (loop.initial_steps, loop.pretrain_steps) == (1_000, 9_000)
+    assert cfg.eval_interval == 10_000 and cfg.eval_episodes == 10
+    alloc = query_allocation(loop)
+    steps_per_iteration = loop.agent_steps // loop.iterations
+    assert steps_per_iteration == 10_000 and alloc.sum() == 100
+    asked_at = [i for i, n in enumerate(alloc) if n]
+    assert all(alloc[i] == 10 for i in asked_at)  # 10 labels every 20,000 steps until the 100 are in
+    assert [b - a for a, b in zip(asked_at, asked_at[1:])] == [2] * 9
+    defaults = fr.learned_config("walker_walk", "defaults", 0, tmp_path / "d", 500_000, 100)
+    assert defaults.loop.labels_per_round is None and defaults.loop.pretrain_steps == 0
+    assert defaults.agent == cfg.agent  # the same agent on every side
+
+
+def test_table_names_sources_and_puts_prefrl_beside_the_published(tmp_path: Path) -> None:
+    fr = _frontier()
+    task = tmp_path / "walker_walk"
+    task.mkdir()
+    for side, seed, last10 in [("protocol", 0, 800.0), ("protocol", 1, 900.0), ("protocol", 2, 950.0),
+                               ("true", 0, 960.0)]:  # fmt: skip
+        res = {
+            "seed": seed,
+            "last10_mean": last10,
+            "final_return": last10 - 5,
+            "labels_used": 100,
+            "steps": 500_000,
+        }
+        (task / f"{side}-seed{seed}.json").write_text(json.dumps(res))
+    copies = tmp_path / "copies"
+    table = fr.summarize(tmp_path, copies)
+    row = table["walker_walk"]["prefrl"]["protocol"]
+    assert row["median_last10"] == 900.0 and row["seeds"] == [0, 1, 2]
+    assert "defaults" not in table["walker_walk"]["prefrl"]
+    assert sorted(p.name for p in (copies / "walker_walk").iterdir())[0] == "protocol-seed0.json"
+    md = fr.markdown(table)
+    assert "| walker_walk | 100 / 500k | 453 | 661 | 415 | 796 | 908 | 900 (n=3) | — | 960 (n=1) |" in md
+    assert "PPE (NeurIPS 2025), Table 1" in md
+
+
+@pytest.mark.slow
+def test_each_side_runs_resumes_and_writes_its_result(tmp_path: Path) -> None:
+    """A short variant of the protocol on cheetah_run: three runs, each a result file; a rerun
+    skips them."""
+    cmd = [sys.executable, str(ROOT / "benchmarks/frontier.py"), "--task", "cheetah_run", "--steps", "11000",
+           "--labels", "10", "--seeds", "1", "--jobs", "3", "--out", str(tmp_path)]  # fmt: skip
+    subprocess.run(cmd, check=True, timeout=1500)
+    for side in ("protocol", "defaults", "true"):
+        res = json.loads((tmp_path / "cheetah_run" / f"{side}-seed0.json").read_text())
+        assert res["steps"] == 11000 and res["evaluations"][-1][0] == 11000
+        assert res["labels_used"] == (0 if side == "true" else 10)
+    done = subprocess.run(cmd, check=True, timeout=120, capture_output=True, text=True)
+    assert "started" not in done.stderr
