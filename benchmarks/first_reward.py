@@ -9,7 +9,7 @@ with the first update's longer training. The reward is then scored on clips it n
 ``cross_accuracy`` is the share of (policy clip, random clip) pairs where it prefers the
 policy's clip (did it learn which way is better?), ``random_accuracy`` the share of random
 clip pairs it orders as the true reward does. Prints one JSON object per draw and a summary
-as the last line. ``--policy`` is any SB3 policy saved by a run (``policy.zip``) that does
+as the last line. ``--policy`` is any policy saved by a run (``policy.zip``, prefrl's format) that does
 better than random on the true reward.
 """
 
@@ -23,8 +23,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from prefrl.agents.policy_io import load_agent
 from prefrl.agents.rollout import collect_episodes
-from prefrl.agents.sb3 import ALGOS
+from prefrl.agents.sb3 import ALGOS, make_vec_env
 from prefrl.data import sample_fragments
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
@@ -55,7 +56,7 @@ def draw(env: gym.Env, seed: int, labels: int, initial_steps: int, length: int) 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="HalfCheetah-v5", help="Gymnasium environment id")
-    p.add_argument("--policy", required=True, help="an SB3 policy.zip that beats random behaviour")
+    p.add_argument("--policy", required=True, help="a run's policy.zip that beats random behaviour")
     p.add_argument("--algo", default="sac", choices=sorted(ALGOS), help="the agent that saved --policy")
     p.add_argument("--labels", type=int, default=15, help="labels of the first update (30%% of 50)")
     p.add_argument("--initial-steps", type=int, default=1000, help="random steps before the first query")
@@ -65,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     env = gym.make(a.env)
     try:
-        policy = ALGOS[a.algo].load(a.policy, device="cpu")
-    except (OSError, ValueError, KeyError) as e:
-        raise SystemExit(f"{a.policy}: not a {a.algo} policy saved by stable-baselines3 ({e})") from None
+        policy = load_agent(a.algo, a.policy, make_vec_env(a.env))
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(str(e)) from None
     steps = EVAL_CLIPS * a.fragment_length
     good = collect_episodes(env, n_steps=steps, policy=lambda o: policy.predict(o)[0], seed=10_001)
     rand = collect_episodes(env, n_steps=steps, seed=10_002)

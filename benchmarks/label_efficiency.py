@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from prefrl.agents.evaluate import DETERMINISTIC, evaluate_returns, evaluation_mode
-from prefrl.agents.sb3 import ALGOS, check_env_id, load_agent, make_env, resolve_algo
+from prefrl.agents.policy_io import load_agent
+from prefrl.agents.sb3 import ALGOS, check_env_id, make_env, make_vec_env, resolve_algo
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.sweep.report import normalized_score
 from prefrl.sweep.runner import (
@@ -300,7 +301,8 @@ def reevaluate(out: Path, env: str, agent: str, env_kwargs: dict[str, Any] | Non
             print(f"{path.name}: evaluated {old}, not {mode}, and {policy} is gone: kept as it is",
                   file=sys.stderr)  # fmt: skip
             continue
-        ret = float(evaluate_returns(env, load_agent(agent, policy), episodes, env_kwargs=env_kwargs,
+        loaded = load_agent(agent, policy, make_vec_env(env, 1, env_kwargs))
+        ret = float(evaluate_returns(env, loaded, episodes, env_kwargs=env_kwargs,
                                      deterministic=mode == DETERMINISTIC).mean())  # fmt: skip
         res["returns_by_eval"] = {**res.get("returns_by_eval", {}), old: res["return"], mode: ret}
         res.update({"return": ret, "eval": mode})

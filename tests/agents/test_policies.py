@@ -17,7 +17,8 @@ from gymnasium import spaces
 import prefrl  # noqa: F401  (registers prefrl/MovingDot-v0)
 from prefrl.agents.evaluate import evaluate_returns
 from prefrl.agents.policies import SpatialSoftmaxCNN, check_cnn, resolve_cnn
-from prefrl.agents.sb3 import AgentConfig, load_agent, make_agent, make_vec_env
+from prefrl.agents.policy_io import load_agent, save_agent
+from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
 from prefrl.rewards.layers import standardize_maps
 
 
@@ -137,7 +138,7 @@ def test_other_pixel_agents_get_the_keypoint_extractor(algo: str) -> None:
 def test_saved_keypoint_policy_loads_and_acts_the_same(tmp_path: Path) -> None:
     venv = make_vec_env("prefrl/MovingDot-v0", 1, seed=3)
     agent = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32), venv, seed=0)
-    agent.save(str(tmp_path / "policy.zip"))
+    save_agent(agent, tmp_path / "policy.zip")
     loaded = load_agent("ppo", tmp_path / "policy.zip", venv)
     assert isinstance(loaded.policy.features_extractor, SpatialSoftmaxCNN)
     obs = np.stack([venv.reset() for _ in range(4)])[:, 0]  # [4, H, W, C]

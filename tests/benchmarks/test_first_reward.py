@@ -6,9 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-import gymnasium as gym
 import pytest
-from stable_baselines3 import SAC
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +20,11 @@ def _module():  # type: ignore[no-untyped-def]
 
 def test_probe_learns_from_the_first_labels_and_refuses_a_foreign_file(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     fr = _module()
-    SAC("MlpPolicy", gym.make("Pendulum-v1"), seed=0).save(tmp_path / "policy.zip")
+    from prefrl.agents.policy_io import save_agent
+    from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+
+    agent = make_agent(AgentConfig(algo="sac"), make_vec_env("Pendulum-v1"), seed=0)
+    save_agent(agent, tmp_path / "policy.zip")
     args = ["--env", "Pendulum-v1", "--policy", str(tmp_path / "policy.zip"), "--draws", "2",
             "--labels", "15", "--initial-steps", "400", "--fragment-length", "10"]  # fmt: skip
     assert fr.main(args) == 0
@@ -32,5 +34,5 @@ def test_probe_learns_from_the_first_labels_and_refuses_a_foreign_file(tmp_path:
     assert summary["draws"] == 2 and 0.0 <= summary["cross_accuracy_mean"] <= 1.0
     assert summary["random_accuracy_mean"] > 0.6  # 15 oracle labels teach Pendulum's reward
     (tmp_path / "junk.zip").write_text("not a policy")
-    with pytest.raises(SystemExit, match=r"junk\.zip: not a sac policy"):
+    with pytest.raises(SystemExit, match=r"junk\.zip: not a readable policy file"):
         fr.main([*args[:2], "--policy", str(tmp_path / "junk.zip")])

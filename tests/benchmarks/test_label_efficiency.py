@@ -77,6 +77,7 @@ def test_results_evaluated_the_old_way_are_evaluated_again_from_their_policy(tmp
     is evaluated again from its saved policy (no training); one whose policy is gone is kept and
     the combined result says the evaluations are mixed."""
     from prefrl.agents.evaluate import evaluate_returns
+    from prefrl.agents.policy_io import save_agent
     from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
 
     le = _module()
@@ -84,7 +85,7 @@ def test_results_evaluated_the_old_way_are_evaluated_again_from_their_policy(tmp
     agent = make_agent(AgentConfig(algo="ppo", n_steps=64, batch_size=32), make_vec_env(env, 1, kw), seed=0)
     out = tmp_path / "bench"
     (out / "learned-seed0").mkdir(parents=True)
-    agent.save(str(out / "learned-seed0" / "policy.zip"))
+    save_agent(agent, out / "learned-seed0" / "policy.zip")
     (out / "seed0-learned.json").write_text(json.dumps({"return": 1.5, "train_wall_s": 2.0, "cpu_s": 2.0}))
     (out / "seed1-learned.json").write_text(json.dumps({"return": 3.0, "train_wall_s": 2.0, "cpu_s": 2.0}))
     oracle = {"return": 20.0, "eval": "sampled", "train_wall_s": 1.0, "cpu_s": 1.0}

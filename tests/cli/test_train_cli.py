@@ -183,12 +183,13 @@ def test_evaluate_needs_a_run_directory(tmp_path: Path, capsys: pytest.CaptureFi
 def test_evaluate_measures_true_return_and_records_video(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from prefrl.agents.policy_io import save_agent
     from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
 
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text(json.dumps(run_config.config_to_dict(run_config.TrainConfig())))
-    make_agent(AgentConfig(net_arch=[8]), make_vec_env("Pendulum-v1")).save(str(run / "policy.zip"))
+    save_agent(make_agent(AgentConfig(net_arch=[8]), make_vec_env("Pendulum-v1")), run / "policy.zip")
     assert main(["evaluate", str(run), "--episodes", "2", "--videos", "1"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["episodes"] == 2 and -2000 < out["true_return"] <= 0 and out["random_return"] < 0

@@ -319,13 +319,13 @@ def test_other_agents_run_the_loop(algo: str) -> None:
 
 @pytest.mark.slow  # ~10 s idle; the load-an-agent path also runs in test_resume
 def test_warm_start_from_saved_policy(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from prefrl.agents.sb3 import load_agent
+    from prefrl.agents.policy_io import load_agent, save_agent
 
     first = build(
         LoopConfig(total_steps=400, total_labels=2, iterations=1, initial_steps=200, fragment_length=20)
     )
     first.run()
-    first.agent.save(str(tmp_path / "p.zip"))
+    save_agent(first.agent, tmp_path / "p.zip")
     loop = build(
         LoopConfig(total_steps=400, total_labels=2, iterations=1, initial_steps=200, fragment_length=20)
     )

@@ -94,6 +94,7 @@ def train_on_true_reward(
     """
     import time
 
+    from prefrl.agents.policy_io import save_agent
     from prefrl.agents.sb3 import make_agent, make_vec_env
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -102,5 +103,5 @@ def train_on_true_reward(
     agent.learn(steps)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    agent.save(str(Path(run_dir) / "policy.zip"))
+    save_agent(agent, Path(run_dir) / "policy.zip")
     return float(evaluate_returns(env_id, agent, episodes, env_kwargs=env_kwargs).mean()), wall, cpu

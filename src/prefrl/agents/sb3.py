@@ -90,7 +90,7 @@ class AgentConfig:
     backend: Literal["sb3", "sbx"] = "sb3"
     """sb3: stable-baselines3 (PyTorch), or sbx: its JAX port, about twice as fast per step on a
     CPU (docs/benchmarks.md) with the agents sac, td3, dqn and ppo (pip install "prefrl[sbx]").
-    Policies are saved in the backend's own .zip format."""
+    Policies are saved in prefrl's own format (prefrl.agents.policy_io: safetensors + JSON)."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS and self.algo != AUTO:
@@ -290,23 +290,11 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts
         kwargs["policy_kwargs"].update(cnn_policy_kwargs(config.cnn, venv.observation_space, config.backend))
     try:
         cls = agent_class(config.algo, config.backend)
-        return cls(policy, venv, **kwargs)
+        agent = cls(policy, venv, **kwargs)
     except TypeError as e:
         raise ValueError(f"bad hyperparameters for {config.algo}: {e}") from e
-
-
-def load_agent(
-    algo: str, path: str | Path, venv: VecEnv | None = None, device: str = "cpu", backend: str = "sb3"
-) -> BaseAlgorithm:
-    """Load a ``.zip`` policy of ``backend`` (warm start or evaluation) with a clear error."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such policy file")
-    cls = agent_class(algo, backend)
-    try:
-        return cls.load(str(path), env=venv, device=device)
-    except Exception as e:
-        raise ValueError(f"{path}: cannot load as a {algo} policy ({type(e).__name__}: {e})") from e
+    agent.prefrl_config = config  # type: ignore[attr-defined]  # what save_agent writes
+    return agent
 
 
 # --------------------------------------------------------------------------- relabelling

@@ -9,7 +9,8 @@ from pathlib import Path
 import tyro
 
 from prefrl.agents.evaluate import DETERMINISTIC, SAMPLED, evaluate_returns, evaluation_mode
-from prefrl.agents.sb3 import AUTO, load_agent, make_env, resolve_algo
+from prefrl.agents.policy_io import load_agent
+from prefrl.agents.sb3 import AUTO, make_env, make_vec_env, resolve_algo
 from prefrl.config_types import OptBool
 from prefrl.storage.checkpoint import dumps, read_json, write_json
 from prefrl.training.run_config import EnvConfig
@@ -44,7 +45,8 @@ def evaluate_run(cfg: EvaluateConfig) -> dict[str, float]:
         probe = make_env(env_id, env_kwargs)
         algo = resolve_algo(algo, probe.action_space)
         probe.close()
-    agent = load_agent(algo, run / cfg.policy, backend=conf["agent"].get("backend", "sb3"))
+    venv = make_vec_env(env_id, 1, env_kwargs, seed=cfg.seed)
+    agent = load_agent(algo, run / cfg.policy, venv, backend=conf["agent"].get("backend", "sb3"))
     if cfg.deterministic is None:
         mode = evaluation_mode(env_id, env_kwargs)
     else:

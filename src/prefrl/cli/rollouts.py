@@ -9,8 +9,9 @@ from typing import Annotated, Literal
 
 import tyro
 
+from prefrl.agents.policy_io import load_agent
 from prefrl.agents.rollout import collect_episodes
-from prefrl.agents.sb3 import load_agent, make_env
+from prefrl.agents.sb3 import make_env, make_vec_env
 from prefrl.training.run_config import EnvConfig
 
 
@@ -25,7 +26,7 @@ class RolloutsConfig:
     policy: Annotated[
         str | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="(default: random actions)")
     ] = None
-    """SB3 policy .zip."""
+    """A policy.zip written by prefrl (train or the benchmarks; prefrl's own format)."""
     algo: str = "sac"
     """Algorithm of --policy: sac | td3 | dqn | ppo | a2c."""
     backend: Literal["sb3", "sbx"] = "sb3"
@@ -48,7 +49,10 @@ def main(argv: list[str]) -> int:
         if cfg.episodes is None and cfg.steps is None:
             cfg.episodes = 10
         env = make_env(cfg.env.id, cfg.env.parsed_kwargs(), render=cfg.render)
-        agent = None if cfg.policy is None else load_agent(cfg.algo, cfg.policy, backend=cfg.backend)
+        agent = None
+        if cfg.policy is not None:
+            venv = make_vec_env(cfg.env.id, 1, cfg.env.parsed_kwargs())
+            agent = load_agent(cfg.algo, cfg.policy, venv, backend=cfg.backend)
         policy = None if agent is None else (lambda o: agent.predict(o, deterministic=cfg.deterministic)[0])
         batch = collect_episodes(env, cfg.episodes, cfg.steps, policy, cfg.seed, cfg.render)
         path = batch.save(cfg.out)

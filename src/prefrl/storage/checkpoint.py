@@ -7,7 +7,7 @@ Layout of ``RUN/checkpoints/``::
       state.json           loop position, schedule, normaliser stats, RNG states, config hash
       reward.safetensors   reward model (prefrl.rewards.save_reward_net)
       trainer.safetensors  reward optimiser / L2 / RNG state (tensors; numbers as JSON metadata)
-      policy.zip           SB3 policy with its optimisers (SB3's own format)
+      policy.zip           agent with its optimisers (prefrl.agents.policy_io: safetensors + JSON)
       replay_buffer.npz    off-policy replay buffer arrays (no pickle)
     labels.json            number of queries asked so far (written with RUN/preferences.npz)
 

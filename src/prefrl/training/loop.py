@@ -35,6 +35,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from prefrl.agents.entropy import StateEntropyReward
 from prefrl.agents.learned_reward import LearnedReward
+from prefrl.agents.policy_io import save_agent
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import (
@@ -510,7 +511,7 @@ class PreferenceLoop:
         path = self.ckpt.begin(self.state.iteration)
         save_learner(path, self.net, self.trainer.state_dict(), self.dataset)
         if self.agent is not None:
-            self.agent.save(str(path / "policy.zip"))
+            save_agent(self.agent, path / "policy.zip")
             if self.off_policy:
                 save_replay_buffer(self.agent.replay_buffer, path / "replay_buffer.npz")
         s = self.state

@@ -20,11 +20,11 @@ import torch
 
 from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
 from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.sb3 import (
     check_agent_space,
     check_env_id,
-    load_agent,
     make_agent,
     make_env,
     make_vec_env,
@@ -255,7 +255,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.resume is not None:
         algo = cfg.agent.algo
         venv = loop.agent.get_env() if loop.agent is not None else None
-        if not loop.load_checkpoint(lambda p: load_agent(algo, p, venv, cfg.agent.device, cfg.agent.backend)):
+        if not loop.load_checkpoint(
+            lambda p: load_agent(algo, p, venv, cfg.agent.device, cfg.agent.backend, cfg.agent)
+        ):
             print(f"{r.run_dir}: no checkpoint yet: starting over with the {len(loop.dataset)} labels "
                   "given so far (none is asked again)", file=sys.stderr)  # fmt: skip
         else:
@@ -278,7 +280,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.save_preferences:
         loop.dataset.save(cfg.save_preferences)
     if loop.agent is not None:
-        loop.agent.save(str(r.run_dir / "policy.zip"))
+        save_agent(loop.agent, r.run_dir / "policy.zip")
         rets = evaluate_returns(cfg.env.id, loop.agent, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         mode = evaluation_mode(cfg.env.id, r.env_kwargs)
@@ -316,7 +318,7 @@ def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
     agent = make_agent(cfg.agent, venv, seed=cfg.seed + 1, learning_starts=cfg.loop.initial_steps)
     reward.normalizer.center = r.loop.reward is None or r.loop.reward.normalizer.center
     agent.learn(cfg.final_agent_steps)
-    agent.save(str(r.run_dir / "fresh_policy.zip"))
+    save_agent(agent, r.run_dir / "fresh_policy.zip")
     return float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=r.env_kwargs).mean())
 
 

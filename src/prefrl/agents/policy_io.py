@@ -1,0 +1,290 @@
+"""Policy files of prefrl's own: safetensors plus JSON in a ``.zip``, nothing pickled.
+
+stable-baselines3's ``.zip`` stores about a dozen entries (``policy_class``, the spaces, the
+schedules; SBX its whole JAX policy) with cloudpickle, and loading one runs whatever code it
+carries. prefrl writes its ``policy.zip`` instead as two entries:
+
+- ``prefrl_policy.json``: format and version, the agent's :class:`~prefrl.agents.sb3.AgentConfig`
+  (algorithm resolved), the counters SB3 keeps (``num_timesteps``, ...), every non-tensor leaf
+  of the optimiser states, library versions;
+- ``params.safetensors``: the tensors: SB3's module and optimiser state dicts and variables
+  (``log_ent_coef``), or the leaves of SBX's flax train states.
+
+Loading builds a fresh agent with :func:`~prefrl.agents.sb3.make_agent` from that config on the
+caller's environment and puts the tensors in place. A stable-baselines3 ``.zip`` (or anything
+else) is refused with one line; no entry of it is ever deserialised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as load_tensors
+from safetensors.torch import save as save_tensors
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from prefrl.agents.sb3 import AUTO, AgentConfig, make_agent, resolve_algo
+
+POLICY_FORMAT = "prefrl.policy"
+POLICY_VERSION = 1
+META_ENTRY, PARAMS_ENTRY = "prefrl_policy.json", "params.safetensors"
+MAX_META_BYTES = 16 << 20
+COUNTERS = {"num_timesteps": int, "_total_timesteps": int, "_num_timesteps_at_start": int,
+            "_episode_num": int, "_n_updates": int, "learning_starts": int,
+            "_current_progress_remaining": float}  # fmt: skip
+"""The plain attributes of an SB3 agent a loaded policy gets back (what resuming needs)."""
+UNSAFE_EXTRA = ("tensorboard_log", "device", "verbose")
+"""``extra`` keys a policy file's own config may not set (a file must not choose where to write)."""
+
+
+# ------------------------------------------------------------------ nested state <-> tensors
+def _key(k: Any) -> str:
+    if isinstance(k, bool) or not isinstance(k, str | int) or "/" in str(k) or str(k).startswith("#"):
+        raise ValueError(f"state keys must be strings without '/' or ints, got {k!r}")
+    return f"#{k}" if isinstance(k, int) else k
+
+
+def flatten_state(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """A nested dict (int keys allowed, as in optimiser state) as ``/``-joined paths: its tensors
+    and, apart, its other (JSON) leaves."""
+    tensors: dict[str, torch.Tensor] = {}
+    values: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            if not node:
+                values[prefix[:-1]] = {}
+            for k, v in node.items():
+                walk(f"{prefix}{_key(k)}/", v)
+        elif isinstance(node, torch.Tensor):
+            tensors[prefix[:-1]] = node.detach().cpu().clone()  # own storage: shared weights too
+        else:
+            values[prefix[:-1]] = node
+
+    walk("", state)
+    return tensors, values
+
+
+def unflatten_state(tensors: dict[str, torch.Tensor], values: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`flatten_state`."""
+    out: dict[Any, Any] = {}
+    for path, value in [*tensors.items(), *values.items()]:
+        *parents, leaf = (int(p[1:]) if p.startswith("#") else p for p in path.split("/"))
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"state path {path!r} runs through a value")
+        node[leaf] = value
+    return out
+
+
+# ------------------------------------------------------------------ SBX (JAX) train states
+def _jax_states(agent: BaseAlgorithm) -> dict[str, dict[str, Any]]:
+    """SBX: the flax train states of the agent and its policy, by owner and attribute name."""
+    if not type(agent).__module__.startswith("sbx"):
+        return {}
+    from flax.training.train_state import TrainState
+
+    owners = {"agent": agent, "policy": agent.policy}
+    return {
+        owner: {k: v for k, v in sorted(vars(obj).items()) if isinstance(v, TrainState)}
+        for owner, obj in owners.items()
+    }
+
+
+def _jax_tensors(agent: BaseAlgorithm) -> dict[str, Any]:
+    import jax
+
+    def leaves(st: Any) -> dict[int, torch.Tensor]:
+        return {i: torch.from_numpy(np.array(leaf)) for i, leaf in enumerate(jax.tree_util.tree_leaves(st))}
+
+    states = _jax_states(agent)
+    return {owner: {k: leaves(st) for k, st in of_owner.items()} for owner, of_owner in states.items()}
+
+
+def _set_jax_states(agent: BaseAlgorithm, saved: dict[str, Any]) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    owners = {"agent": agent, "policy": agent.policy}
+    for owner, states in _jax_states(agent).items():
+        for name, fresh in states.items():
+            leaves, treedef = jax.tree_util.tree_flatten(fresh)
+            got = saved.get(owner, {}).get(name)
+            if not isinstance(got, dict) or sorted(got) != list(range(len(leaves))):
+                raise ValueError(f"no (or a different) {owner}.{name} train state")
+            new = []
+            for i, leaf in enumerate(leaves):
+                if tuple(got[i].shape) != tuple(np.shape(leaf)):
+                    raise ValueError(f"{owner}.{name} leaf {i} has shape {tuple(got[i].shape)}, "
+                                     f"expected {tuple(np.shape(leaf))}")  # fmt: skip
+                arr = got[i].numpy()
+                is_array = hasattr(leaf, "dtype")  # else a Python number (a fresh state's step)
+                new.append(jnp.asarray(arr, dtype=leaf.dtype) if is_array else type(leaf)(arr.item()))
+            setattr(owners[owner], name, jax.tree_util.tree_unflatten(treedef, new))
+
+
+# ------------------------------------------------------------------ save
+def save_agent(agent: BaseAlgorithm, path: str | Path, config: AgentConfig | None = None) -> Path:
+    """Write ``agent`` to ``path`` in prefrl's policy format (atomically).
+
+    ``config``: the :class:`AgentConfig` that built it; by default the one
+    :func:`~prefrl.agents.sb3.make_agent` attached to the agent.
+    """
+    path = Path(path)
+    config = config or getattr(agent, "prefrl_config", None)
+    if config is None:
+        raise ValueError("save_agent needs the AgentConfig of an agent not built by make_agent")
+    config = dataclasses.replace(config, algo=resolve_algo(config.algo, agent.action_space))
+    state_dicts, variables = agent._get_torch_save_params()
+    state: dict[str, Any] = {
+        "torch": {name: _module_state(agent, name) for name in state_dicts},
+        "variables": {name: _attr(agent, name) for name in variables},
+        "jax": _jax_tensors(agent),
+    }
+    tensors, values = flatten_state(state)
+    import stable_baselines3
+
+    from prefrl import __version__
+
+    meta = {
+        "format": POLICY_FORMAT, "version": POLICY_VERSION, "algo": config.algo, "backend": config.backend,
+        "agent": dataclasses.asdict(config), "seed": agent.seed,
+        "counters": {k: getattr(agent, k) for k in COUNTERS if hasattr(agent, k)}, "values": values,
+        "observation_space": str(agent.observation_space), "action_space": str(agent.action_space),
+        "versions": {"prefrl": __version__, "stable_baselines3": stable_baselines3.__version__},
+    }  # fmt: skip
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(META_ENTRY, json.dumps(meta, indent=1, sort_keys=True, allow_nan=False))
+        z.writestr(PARAMS_ENTRY, save_tensors(tensors))
+    tmp.replace(path)
+    return path
+
+
+def _attr(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _module_state(agent: BaseAlgorithm, name: str) -> dict[str, Any]:
+    return _attr(agent, name).state_dict()
+
+
+# ------------------------------------------------------------------ load
+def read_policy(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(meta, state)`` of a policy file, checked; one-line ``ValueError`` naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such policy file")
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            if META_ENTRY not in names:
+                if "data" in names:
+                    raise ValueError(
+                        "a stable-baselines3 .zip: its entries are pickled and can run code when "
+                        "loaded, so prefrl does not read them; save the agent with "
+                        "prefrl.agents.save_agent (prefrl's own format)"
+                    )
+                raise ValueError(f"not a prefrl policy (no {META_ENTRY})")
+            if z.getinfo(META_ENTRY).file_size > MAX_META_BYTES:
+                raise ValueError(f"{META_ENTRY} is larger than {MAX_META_BYTES} bytes")
+            meta = json.loads(z.read(META_ENTRY).decode())
+            if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
+                raise ValueError(f"{META_ENTRY}: format is not {POLICY_FORMAT!r}")
+            if meta.get("version") != POLICY_VERSION:
+                version = meta.get("version")
+                raise ValueError(f"{META_ENTRY}: version {version!r}, this prefrl reads {POLICY_VERSION}")
+            tensors = load_tensors(z.read(PARAMS_ENTRY))
+        state = unflatten_state(tensors, _dict(meta, "values"))
+    except (zipfile.BadZipFile, KeyError, OSError, UnicodeDecodeError, SafetensorError) as e:
+        raise ValueError(f"{path}: not a readable policy file ({type(e).__name__}: {e})") from None
+    except ValueError as e:  # json.JSONDecodeError included
+        raise ValueError(f"{path}: {e}") from None
+    return meta, state
+
+
+def _dict(meta: dict[str, Any], key: str) -> dict[str, Any]:
+    value = meta.get(key)
+    if not isinstance(value, dict):
+        raise ValueError(f"{META_ENTRY}: field {key!r} must be an object")
+    return value
+
+
+def file_config(meta: dict[str, Any]) -> AgentConfig:
+    """The :class:`AgentConfig` stored in a policy file, without ``extra`` keys that choose
+    files or devices (:data:`UNSAFE_EXTRA`)."""
+    fields = dict(_dict(meta, "agent"))
+    try:
+        extra = json.loads(fields.get("extra", "{}"))
+        if isinstance(extra, dict):
+            fields["extra"] = json.dumps({k: v for k, v in extra.items() if k not in UNSAFE_EXTRA})
+        fields["net_arch"] = list(fields.get("net_arch", [64, 64]))
+        return AgentConfig(**fields)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{META_ENTRY}: field 'agent': {e}") from None
+
+
+def load_agent(
+    algo: str,
+    path: str | Path,
+    venv: VecEnv,
+    device: str = "cpu",
+    backend: str = "sb3",
+    config: AgentConfig | None = None,
+) -> BaseAlgorithm:
+    """Load a policy written by :func:`save_agent` onto ``venv`` (warm start, resume, evaluation).
+
+    The agent is built afresh from ``config`` (a run's own, when resuming) or the file's stored
+    config, then given the file's tensors and counters. ``algo`` (or ``auto``) and ``backend``
+    must match the file's. Raises ``ValueError`` (one line, naming the file) for anything else,
+    a stable-baselines3 ``.zip`` included: nothing in the file is unpickled.
+    """
+    path = Path(path)
+    meta, state = read_policy(path)
+    try:
+        stored = file_config(meta)
+        want = resolve_algo(algo, venv.action_space) if algo != AUTO else stored.algo
+        if (stored.algo, stored.backend) != (want, backend):
+            raise ValueError(f"a {stored.backend} {stored.algo} policy, not {backend} {want}")
+        cfg = dataclasses.replace(config or stored, algo=stored.algo, device=device)
+        counters = _dict(meta, "counters")
+        seed = meta.get("seed")
+        agent = make_agent(cfg, venv, seed=seed if isinstance(seed, int) else 0,
+                           learning_starts=_counter(counters, "learning_starts", 0))  # fmt: skip
+        if state.get("torch"):
+            agent.set_parameters(state["torch"], exact_match=True, device=agent.device)
+        with torch.no_grad():
+            for name, value in state.get("variables", {}).items():
+                _attr(agent, name).copy_(value)
+        _set_jax_states(agent, state.get("jax", {}))
+        for k in COUNTERS:
+            if k in counters:
+                setattr(agent, k, _counter(counters, k, None))
+    except (ValueError, TypeError, RuntimeError, KeyError, AttributeError) as e:
+        msg = str(e).replace("\n", " ")
+        raise ValueError(f"{path}: cannot load as a {backend} {algo} policy here: {msg}") from None
+    return agent
+
+
+def _counter(counters: dict[str, Any], name: str, default: Any) -> Any:
+    if name not in counters:
+        return default
+    value, kind = counters[name], COUNTERS[name]
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or (kind is int and (value != int(value) or value < 0)):
+        what = "a non-negative int" if kind is int else "a finite number"
+        raise ValueError(f"counter {name!r} must be {what}, got {value!r}")
+    return kind(value)
