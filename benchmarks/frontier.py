@@ -1,7 +1,7 @@
 """The field's own benchmark: DeepMind Control at 100 oracle labels, beside PEBBLE, SURF, RUNE, QPA, PPE.
 
     python benchmarks/frontier.py --task walker_walk --seeds 3 --jobs 2 --out ../frontier-runs
-    python benchmarks/frontier.py --table --out ../frontier-runs      # the table, from what finished
+    python benchmarks/frontier.py --table --out ../frontier-runs --copy-to benchmarks/results/frontier
 
 Three runs per task and seed, each the same agent (SBX SAC, 256x256 networks; the papers used
 1024x1024, which is ~8x slower per step on a CPU):
@@ -16,8 +16,9 @@ Every run evaluates its policy on the true reward every 10,000 steps over 10 epi
 gives the mean of the last 10 evaluations (the papers' figure) and the final policy's return
 over 10 episodes. Runs are resumable: run the same command again after a kill and each run
 continues from its last checkpoint; a finished run (its ``<side>-seed<k>.json``) is skipped.
-Run directories go under ``--out`` (keep it outside the checkout); ``--table`` copies the result
-files to ``benchmarks/results/frontier/`` and prints the table in Markdown and, last, as JSON.
+Run directories go under ``--out`` (keep it outside the checkout); ``--table`` prints the table
+in Markdown and, last, as JSON, and copies the result files to ``--copy-to``
+(``benchmarks/results/frontier/`` to commit them).
 
 Published numbers: PPE (NeurIPS 2025), Table 1 (baselines from their official code, 5 seeds,
 oracle teacher, 50-step segments; mean of the last 10 evaluations; episode return, max 1000).
@@ -248,10 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default="../frontier-runs", help="folder of the run directories (outside the checkout)"
     )
     p.add_argument("--table", action="store_true", help="only print the table of the results found")
+    p.add_argument("--copy-to", default=None, metavar="DIR",
+                   help="with --table: also copy the result files there (to commit them)")  # fmt: skip
     a = p.parse_args(argv)
     if a.table:
-        results = Path(__file__).resolve().parent / "results" / "frontier"
-        table = summarize(Path(a.out), results)
+        table = summarize(Path(a.out), None if a.copy_to is None else Path(a.copy_to))
         print(markdown(table))
         print(dumps(table))
         return 0

@@ -193,7 +193,9 @@ def sweep_short(argv: list[str]) -> list[str]:
 
 
 def label_sub(argv: list[str]) -> str:
-    return argv[2] if len(argv) > 2 and argv[2] in ("serve", "add-user", "users", "export") else "serve"
+    from prefrl.cli.label import SUBCOMMANDS
+
+    return argv[2] if len(argv) > 2 and argv[2] in SUBCOMMANDS else "serve"
 
 
 def interpret_short(argv: list[str]) -> list[str]:
@@ -203,6 +205,19 @@ def interpret_short(argv: list[str]) -> list[str]:
 def interpret_outputs(argv: list[str]) -> list[str]:
     out = opt(argv, "--out") or (f"{opt(argv, '--run')}/interpret" if has(argv, "--run") else "interpret")
     return [f"{out}/*"]
+
+
+def drop_option(argv: list[str], name: str) -> list[str]:
+    """``argv`` without ``name VALUE``."""
+    if name not in argv:
+        return argv
+    i = argv.index(name)
+    return argv[:i] + argv[i + 2 :]
+
+
+def frontier_short(_: list[str], argv: list[str]) -> list[str]:
+    """The frontier benchmark's runs go to the sandbox's ``runs/frontier``, not beside the checkout."""
+    return [*argv, "--out", "runs/frontier"]
 
 
 def drop_missing_imitation(argv: list[str]) -> list[str]:
@@ -287,7 +302,7 @@ RULES: tuple[Rule, ...] = (
         serve=True,
     ),
     Rule(
-        "prefrl label add-user/users/export",
+        "prefrl label add-user/users/export/renew/revoke",
         lambda a: command_is("prefrl", "label")(a) and label_sub(a) != "serve",
         outputs=lambda a: [o] if (o := opt(a, "--out")) not in (None, "-") else [],
     ),
@@ -304,6 +319,20 @@ RULES: tuple[Rule, ...] = (
         lambda a: [*a, *LABEL_EFFICIENCY_SHORT],
         slow=lambda a: True,
         outputs=lambda a: [f"{opt(a, '--out') or 'runs/label_efficiency'}/*/result.json"],
+    ),
+    Rule(  # the table of what finished, in the sandbox (result files copied nowhere)
+        "benchmarks/frontier.py --table",
+        lambda a: script_is("benchmarks/frontier.py")(a) and has(a, "--table"),
+        lambda a: frontier_short(
+            a, [x for i, x in enumerate(a) if "--copy-to" not in a[max(0, i - 1) : i + 1]]
+        ),
+    ),
+    Rule(  # a short protocol: one seed, 11,000 steps, 10 labels
+        "benchmarks/frontier.py",
+        script_is("benchmarks/frontier.py"),
+        lambda a: frontier_short(a, [*a, "--steps", "11000", "--labels", "10", "--seeds", "1"]),
+        slow=lambda a: True,
+        outputs=lambda a: ["runs/frontier/*/*-seed0.json"],
     ),
     Rule(  # reads the committed results; the plot goes to the sandbox, not into docs/
         "benchmarks/summarize.py",
