@@ -207,6 +207,8 @@ class PreferenceDataset:
         try:
             ds.pairs = data["pairs"].astype(np.int64).reshape(-1, 2)
             ds.labels = validate_labels(data["labels"], len(ds.pairs))
+            if np.isnan(ds.labels).any():  # add() keeps no NaN label: a file with one was altered
+                raise ValueError("field 'labels' holds NaN")
             ds.pair_ids = data["pair_ids"].astype(np.int64)
             if "answer_keys" in data:
                 ds.answer_keys = np.unique(data["answer_keys"].astype(np.int64))

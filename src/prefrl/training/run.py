@@ -41,6 +41,7 @@ from prefrl.training.evaluations import PeriodicEvaluation, last_mean
 from prefrl.training.identity import claim_identity
 from prefrl.training.loop import PreferenceLoop
 from prefrl.training.metrics_log import MetricsLogger
+from prefrl.training.resume_check import check_resume
 from prefrl.training.run_config import IGNORED_ON_RESUME, TrainConfig, config_to_dict
 from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
 
@@ -250,6 +251,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         return train_on_saved_reward(cfg)
     t0 = time.perf_counter()
     torch.set_num_threads(max(1, cfg.threads))
+    if cfg.resume is not None:  # every file it reads, before anything is written
+        check_resume(Path(cfg.resume))
     r = build_run(cfg)
     loop = r.loop
     if cfg.resume is not None:
