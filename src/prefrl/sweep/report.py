@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -145,8 +146,28 @@ def plot_wall(out: Path, cells: Sequence[Any], path: Path) -> None:
     plt.close(fig)
 
 
+def finished_cells(out: Path, learned: Sequence[Any], oracle: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """The given cells plus every other cell of ``out/cells/`` with a result: a grid of an earlier
+    ``prefrl sweep`` into the same folder stays in its results and summary."""
+    known = {c.name for c in [*learned, *oracle]}
+    more: dict[str, list[Any]] = {"learned": [], "oracle": []}
+    fields = {"kind", "env", "agent", "steps", "seed", "teacher", "labels"}
+    for path in sorted((out / "cells").glob("*/result.json")):
+        if path.parent.name in known:
+            continue
+        try:
+            cell = read_json(path, "cell result").get("cell")
+        except (ValueError, FileNotFoundError, AttributeError):
+            continue  # not a finished cell's result: the summary skips it, as a missing one
+        if isinstance(cell, dict) and fields <= set(cell) and cell["kind"] in more:
+            more[cell["kind"]].append(SimpleNamespace(**{k: cell[k] for k in fields}, name=path.parent.name))
+    return [*learned, *more["learned"]], [*oracle, *more["oracle"]]
+
+
 def write_reports(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: int) -> dict[str, Any]:
-    """``results.jsonl``, ``summary.md``, ``score_vs_labels.png``, ``wall_time.png`` in ``out``."""
+    """``results.jsonl``, ``summary.md``, ``score_vs_labels.png``, ``wall_time.png`` in ``out``,
+    over every finished cell in ``out`` (this invocation's grid and earlier ones)."""
+    learned, oracle = finished_cells(out, learned, oracle)
     rows = collect(out, learned, oracle, episodes)
     with open(out / "results.jsonl", "w") as f:
         for r in rows:
