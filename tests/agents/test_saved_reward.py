@@ -5,44 +5,18 @@ the true reward in ``info``, and refuse what cannot work with a message that say
 from __future__ import annotations
 
 import doctest
-import json
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch
+from reward_runs import STATS, expected, make_run
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from prefrl.agents import learned_reward, saved_reward
 from prefrl.agents.learned_reward import LearnedRewardVecEnv, LearnedRewardVectorWrapper, LearnedRewardWrapper
 from prefrl.agents.saved_reward import learned_reward_env, load_learned_reward
-from prefrl.rewards import MLPReward
-from prefrl.rewards.io import load_reward_net, save_reward_net
 from prefrl.storage.checkpoint import CheckpointDir
-
-STATS = {"mean": 0.3, "var": 2.25, "count": 100.0, "center": True}
-
-
-def make_run(root: Path, env_id: str = "Pendulum-v1", normalizer: dict | None = None) -> Path:
-    """A run directory as ``prefrl train`` leaves it: config.json and a reward file."""
-    env = gym.make(env_id)
-    torch.manual_seed(0)
-    net = MLPReward(env.observation_space, env.action_space, hidden=(16,), use_next_obs=True)
-    with torch.no_grad():
-        net.absorbing_reward.fill_(0.4)
-    root.mkdir(parents=True)
-    (root / "config.json").write_text(json.dumps({"env": {"id": env_id}, "loop": {"normalize_reward": True}}))
-    save_reward_net(net, root / "reward.safetensors", normalizer=normalizer)
-    return root
-
-
-def expected(run: Path, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, stats: dict) -> np.ndarray:
-    """The reward the agent must see, computed from the saved network without the wrappers."""
-    net = load_reward_net(run / "reward.safetensors")
-    mean, _ = net.predict(obs, acts, next_obs, np.zeros(len(acts), np.float32))
-    raw = mean - net.absorbing_value()
-    return ((raw - stats["mean"]) / np.sqrt(stats["var"] + 1e-8)).astype(np.float32)
 
 
 def test_module_examples_run() -> None:

@@ -78,6 +78,8 @@ EXCLUDED: dict[str, str] = {
     "scripts/postgres.sh": "starts a PostgreSQL server (installs Debian's package as root); .ci/run runs it",
     "HEAD_IP": "a Ray cluster at a placeholder address (tests/cli/test_sweep.py starts a real one)",
     "@db.example/": "a team deployment: a PostgreSQL server at a placeholder host and a shared clip mount",
+    "rl_zoo3.train": "RL Zoo with a hyperparameter file naming the reader's run; "
+    "tests/agents/test_integrations.py runs it on a tiny budget",
 }
 
 # Doc placeholder -> what the sandbox has instead (a RESOURCES entry).
@@ -97,6 +99,7 @@ REWARD_LEARNING_SHORT = tuple("--threads 1 --epochs 1 --rounds 1".split())
 MOVING_DOT_SHORT = tuple(
     "--total-timesteps 256 --n-steps 64 --eval-episodes 1 --total-labels 20 --learned-after 1".split()
 )
+CLEANRL_SHORT = tuple("--total-timesteps 256 --num-envs 1 --num-steps 128 --update-epochs 1".split())
 TRAIN_CAPS = {"--loop.pretrain-steps": "100", "--final-agent-steps": "200"}  # only where the doc sets them
 REPORT_SHORT = ("--episodes", "1", "--clips", "20")
 INTERPRET_SHORT = {
@@ -372,6 +375,12 @@ RULES: tuple[Rule, ...] = (
         slow=lambda a: True,
         outputs=train_outputs,
         installs_first=True,
+    ),
+    Rule(
+        "examples/cleanrl_learned_reward.py",
+        script_is("examples/cleanrl_learned_reward.py"),
+        lambda a: [*a, *CLEANRL_SHORT],
+        slow=lambda a: True,  # reads a trained run
     ),
     Rule(  # collects (imports) the example tests instead of running the suite: the script's wiring
         "bash scripts/test.sh",
