@@ -37,7 +37,7 @@ from prefrl.storage.checkpoint import config_hash, read_json, write_json
 from prefrl.teachers.spec import AnyTeacher, make_teacher
 from prefrl.training.callbacks import LoopCallback, ProgressBar
 from prefrl.training.config import TIE_HINT, TIE_WARN, check_selection, tie_fraction
-from prefrl.training.evaluations import PeriodicEvaluation, last_mean
+from prefrl.training.evaluations import CorrelationWatch, PeriodicEvaluation, last_mean
 from prefrl.training.identity import claim_identity
 from prefrl.training.loop import PreferenceLoop
 from prefrl.training.metrics_log import MetricsLogger
@@ -144,6 +144,8 @@ def build_run(cfg: TrainConfig) -> Run:
         print(web_teacher_hint(cfg.store, run.name, cfg.run_id), file=sys.stderr, flush=True)  # type: ignore[arg-type]
     logger = MetricsLogger(run)
     callbacks: list[LoopCallback] = [ProgressBar(disable=not cfg.progress)]
+    if cfg.teacher not in ("terminal", "web"):  # the true reward is the teacher's: watch it
+        callbacks.append(CorrelationWatch())
     if cfg.eval_interval > 0 and not offline:
         callbacks.append(PeriodicEvaluation(
             lambda agent, seed: float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, seed=seed,
