@@ -27,8 +27,8 @@ import torch
 
 from prefrl.agents.evaluate import evaluate_returns, train_on_true_reward
 from prefrl.agents.sb3 import AgentConfig, make_env, resolve_algo
-from prefrl.sweep.report import normalized_score
-from prefrl.training.run import TrainConfig, train
+from prefrl.run.sweep_report import normalized_score
+from prefrl.run.train import TrainConfig, train
 
 BACKENDS = ("sb3", "sbx")
 

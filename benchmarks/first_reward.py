@@ -29,11 +29,11 @@ from prefrl.agents.sb3 import ALGOS, make_vec_env
 from prefrl.data import sample_fragments
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
+from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
+from prefrl.rewards.config import RewardNetConfig
 from prefrl.selection import ensemble_logits
 from prefrl.teachers.synthetic import SyntheticTeacher
 from prefrl.training.config import LoopConfig
-from prefrl.training.run_config import RewardNetConfig
-from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig
 
 EVAL_CLIPS = 100
 """Clips of each behaviour the reward is scored on."""

@@ -72,7 +72,7 @@ def agent_config() -> AgentConfig:
 
 def learned_config(task: str, side: str, seed: int, run: Path, steps: int, labels: int) -> Any:
     """The ``prefrl train`` config of a learned side (``protocol`` or ``defaults``)."""
-    from prefrl.training.run import TrainConfig
+    from prefrl.run.train import TrainConfig
 
     cfg = TrainConfig(seed=seed, run_dir=str(run), force=True, progress=False, eval_episodes=EVAL_EPISODES,
                       eval_interval=EVAL_INTERVAL, agent=agent_config())  # fmt: skip
@@ -89,8 +89,8 @@ def learned_config(task: str, side: str, seed: int, run: Path, steps: int, label
 
 def run_learned(task: str, side: str, seed: int, run: Path, steps: int, labels: int) -> dict[str, Any]:
     """Train (or resume) one learned run; its result."""
-    from prefrl.training.run import train
-    from prefrl.training.run_config import parse_args
+    from prefrl.run.config import parse_args
+    from prefrl.run.train import train
 
     if (run / "config.json").exists():
         cfg = parse_args(["--resume", str(run), "--no-progress"])

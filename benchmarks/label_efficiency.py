@@ -9,7 +9,7 @@ and prints as its last line one JSON object with ``median_normalized_score``, ``
 score = (return - random) / (oracle - random). Every final policy is saved in SB3's own
 format inside its run directory.
 
-The runs are cells of ``prefrl sweep`` (prefrl.sweep.runner.run_cells): Ray tasks on a local
+The runs are cells of ``prefrl sweep`` (prefrl.run.sweep.run_cells): Ray tasks on a local
 Ray on all cores (one run per core, seeds in parallel), or on an existing Ray cluster with
 --address. Run again, a killed or finished benchmark skips the runs whose result file
 exists and resumes unfinished learned runs from their last checkpoint; an oracle run
@@ -33,9 +33,7 @@ import torch
 from prefrl.agents.evaluate import DETERMINISTIC, evaluate_returns, evaluation_mode
 from prefrl.agents.policy_io import load_agent
 from prefrl.agents.sb3 import ALGOS, check_env_id, make_env, make_vec_env, resolve_algo
-from prefrl.storage.checkpoint import dumps, write_json
-from prefrl.sweep.report import normalized_score
-from prefrl.sweep.runner import (
+from prefrl.run.sweep import (
     SET_BY_SWEEP,
     Cell,
     CellFiles,
@@ -45,10 +43,12 @@ from prefrl.sweep.runner import (
     reference_env_kwargs,
     run_cells,
 )
-from prefrl.sweep.runner import apply_options as apply_sweep_options
+from prefrl.run.sweep import apply_options as apply_sweep_options
+from prefrl.run.sweep_report import normalized_score
+from prefrl.run.train import TrainConfig
+from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import PRESETS
 from prefrl.training.loop import LoopConfig
-from prefrl.training.run import TrainConfig
 
 DEFAULT_ITERATIONS = 14
 

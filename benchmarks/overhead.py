@@ -28,7 +28,7 @@ import torch
 from prefrl.agents.evaluate import train_on_true_reward
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.sb3 import AgentConfig
-from prefrl.training.run import TrainConfig, build_run
+from prefrl.run.train import TrainConfig, build_run
 
 
 def _reward_env(agent: Any) -> LearnedRewardVecEnv:

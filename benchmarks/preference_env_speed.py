@@ -33,8 +33,8 @@ import torch
 import tyro
 
 import prefrl.envs.moving_dot  # noqa: F401
+from prefrl.preference import RewardTrainerConfig
 from prefrl.preference_env import PreferenceVectorEnv
-from prefrl.training import RewardTrainerConfig
 
 ENV = "prefrl/MovingDot-v0"
 

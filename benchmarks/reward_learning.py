@@ -32,11 +32,11 @@ import torch
 from gymnasium import spaces
 
 from prefrl.data import PreferenceDataset, Trajectory, TrajectoryBatch, random_pairs, sample_fragments
+from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import CNNReward, MLPReward
 from prefrl.rewards.nets import cnn_architecture
 from prefrl.selection import DisagreementSelector
 from prefrl.teachers import SyntheticTeacher
-from prefrl.training import RewardTrainer, RewardTrainerConfig
 
 OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = spaces.Box(-2.0, 2.0, (1,), np.float32)

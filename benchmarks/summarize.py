@@ -60,8 +60,12 @@ LEGACY_MEASURE = "logit"
 until 2026-11-25)."""
 
 
-SELECTION_KEYS = ("active_selection", "uncertainty_measure", "active_selection_from",
-                  "active_selection_share")
+SELECTION_KEYS = (
+    "active_selection",
+    "uncertainty_measure",
+    "active_selection_from",
+    "active_selection_share",
+)
 """The loop options that say how queries are chosen (none of them matter with uniform queries)."""
 
 

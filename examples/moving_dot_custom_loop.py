@@ -20,8 +20,8 @@ import tyro
 from torch import nn
 
 import prefrl.envs.moving_dot  # noqa: F401  (registers prefrl/MovingDot-v0)
+from prefrl.preference import RewardTrainerConfig
 from prefrl.preference_env import PreferenceVectorEnv
-from prefrl.training import RewardTrainerConfig
 
 
 @dataclass

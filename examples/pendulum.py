@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from prefrl.training.run import TrainConfig, format_report, train
+from prefrl.run.train import TrainConfig, format_report, train
 
 
 def main() -> None:

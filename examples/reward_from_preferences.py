@@ -13,9 +13,9 @@ import numpy as np
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.data import PreferenceDataset, random_pairs, sample_fragments
+from prefrl.preference import RewardTrainer, RewardTrainerConfig, evaluate_preferences
 from prefrl.rewards import MLPReward
 from prefrl.teachers import SyntheticTeacher
-from prefrl.training import RewardTrainer, RewardTrainerConfig, evaluate_preferences
 
 
 def main() -> None:

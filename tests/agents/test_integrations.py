@@ -71,7 +71,7 @@ def test_rl_zoo_trains_with_prefrl_env_wrapper(tmp_path: Path) -> None:
         "  n_epochs: 2\n"
         "  policy_kwargs: 'dict(net_arch=[32])'\n"
         "  env_wrapper:\n"
-        "    - prefrl.agents.saved_reward.zoo_wrapper:\n"
+        "    - prefrl.agents.learned_reward.zoo_wrapper:\n"
         f"        run_dir: {run}\n"
         "    - reward_runs.RewardTap:\n"
         f"        out: {tap}\n"

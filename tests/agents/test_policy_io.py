@@ -17,7 +17,7 @@ import pytest
 from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
 from prefrl.cli.main import main
-from prefrl.training import run_config
+from prefrl.run import config as run_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

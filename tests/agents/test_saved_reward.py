@@ -14,8 +14,13 @@ from reward_runs import STATS, expected, make_run
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from prefrl.agents import learned_reward, saved_reward
-from prefrl.agents.learned_reward import LearnedRewardVecEnv, LearnedRewardVectorWrapper, LearnedRewardWrapper
-from prefrl.agents.saved_reward import learned_reward_env, load_learned_reward
+from prefrl.agents.learned_reward import (
+    LearnedRewardVecEnv,
+    LearnedRewardVectorWrapper,
+    LearnedRewardWrapper,
+    learned_reward_env,
+)
+from prefrl.agents.saved_reward import load_learned_reward
 from prefrl.storage.checkpoint import CheckpointDir
 
 

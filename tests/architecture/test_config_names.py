@@ -48,8 +48,6 @@ DIFFERENT_CONCEPTS = {
 def config_classes() -> list[type]:
     out = []
     for m in pkgutil.walk_packages(prefrl.__path__, "prefrl."):
-        if m.name == "prefrl.envs.preference_env":  # deprecated re-export
-            continue
         mod = importlib.import_module(m.name)
         for name, obj in vars(mod).items():
             if (isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__
@@ -92,10 +90,10 @@ def test_a_shared_name_has_one_default() -> None:
 
 
 def test_every_entry_point_trains_the_reward_with_one_default_trainer() -> None:
+    from prefrl.preference.trainer import RewardTrainerConfig
     from prefrl.preference_env import PreferenceEnvConfig
+    from prefrl.run.config import TrainConfig
     from prefrl.training.config import LoopConfig
-    from prefrl.training.run_config import TrainConfig
-    from prefrl.training.trainer import RewardTrainerConfig
 
     assert TrainConfig().trainer == RewardTrainerConfig() == PreferenceEnvConfig().trainer
     assert RewardTrainerConfig().epochs == 50

@@ -15,21 +15,20 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "prefrl"
 
 LAYERS: dict[str, int] = {
     "config_types": 0, "registration": 0,  # plain helpers: option types, environment ids
-    "data": 1, "envs": 1, "preference": 1,  # no RL machinery
+    "data": 1, "envs": 1,  # no RL machinery
     "rewards": 2,
     "storage": 3, "selection": 3,
     "teachers": 4,  # the web teacher files queries in the store
     "agents": 5,
-    "training": 6,
-    "preference_env": 7, "interpret": 7, "sweep": 7,  # the other drivers, on top of training
-    "web": 8,
-    "cli": 9,
+    "preference": 6,  # the Bradley-Terry model and the reward fitter: nothing about agents
+    "training": 7, "preference_env": 7, "interpret": 7,  # three drivers over the fitter, never each other
+    "run": 8,  # the application: configs, run directories, resume, report, sweeps
+    "web": 9,
+    "cli": 10,
 }  # fmt: skip
 """Layer of each top-level package (docs/architecture.md, "Package map"): a module may import its own
 package and any package of a lower layer, never one of its own layer or above."""
 
-DEPRECATED_SHIMS = {"envs/__init__.py", "envs/preference_env.py"}
-"""Old import paths kept for one release: they re-export from the new places."""
 
 MAX_LINES = 600
 MAX_FOLDER_SHARE = 0.20
@@ -73,8 +72,7 @@ def test_imports_only_point_down() -> None:
     known = modules()
     upward = []
     for name, path in known.items():
-        rel = str(path.relative_to(SRC))
-        if rel in DEPRECATED_SHIMS or name == "prefrl":
+        if name == "prefrl":
             continue
         src = package(name)
         for target in imports(path, known):
@@ -86,11 +84,7 @@ def test_imports_only_point_down() -> None:
 
 def test_no_import_cycles_between_modules() -> None:
     known = modules()
-    graph = {
-        n: imports(p, known) - {n}
-        for n, p in known.items()
-        if str(p.relative_to(SRC)) not in DEPRECATED_SHIMS
-    }
+    graph = {n: imports(p, known) - {n} for n, p in known.items()}
     # a package's __init__ re-exports its modules: edges into an __init__ are not cycles by themselves
     inits = {n for n, p in known.items() if p.name == "__init__.py"}
     graph = {n: {t for t in ts if t not in inits} for n, ts in graph.items()}
@@ -133,16 +127,12 @@ def test_no_folder_holds_more_than_a_fifth_of_the_code() -> None:
     assert not big, f"folders over {MAX_FOLDER_SHARE:.0%} of the code: {big}"
 
 
-@pytest.mark.parametrize("shim", ["prefrl.envs.preference_env"])
-def test_old_import_paths_warn(shim: str) -> None:
+def test_old_import_paths_are_gone() -> None:
+    """The shims of 0.1.0 were removed (docs/core.md names the new homes)."""
     import importlib
-    import sys
 
-    sys.modules.pop(shim, None)
-    with pytest.warns(DeprecationWarning, match="prefrl.preference_env"):
-        mod = importlib.import_module(shim)
-    from prefrl.preference_env import PreferenceEnv
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("prefrl.envs.preference_env")
+    import prefrl.envs
 
-    assert mod.PreferenceEnv is PreferenceEnv
-    with pytest.warns(DeprecationWarning, match="prefrl.agents.learned_reward"):
-        from prefrl.envs import LearnedRewardVecEnv  # noqa: F401
+    assert not hasattr(prefrl.envs, "LearnedRewardVecEnv")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prefrl.training.run import TrainConfig
+from prefrl.run.train import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,7 +104,7 @@ def test_results_evaluated_the_old_way_are_evaluated_again_from_their_policy(tmp
 
 
 def test_true_reward_run_gets_the_learned_runs_environment_options() -> None:
-    from prefrl.sweep.runner import reference_env_kwargs
+    from prefrl.run.sweep import reference_env_kwargs
 
     opts = {"env.kwargs": '{"size": 32}', "env.hide_score": True, "reward.hidden": [8],
             "loop.fragment_length": 10}  # fmt: skip
@@ -140,7 +140,7 @@ def test_committed_per_seed_files_combine_to_the_committed_result(tmp_path: Path
 def test_an_oracle_run_on_disk_is_reused_without_starting_ray(tmp_path: Path, monkeypatch, capsys) -> None:
     le = _module()
     shutil.copytree(COMMITTED, tmp_path / COMMITTED.name, ignore=shutil.ignore_patterns("learned-seed*"))
-    monkeypatch.setattr("prefrl.sweep.runner._ray_init", lambda sc: pytest.fail("Ray started"))
+    monkeypatch.setattr("prefrl.run.sweep._ray_init", lambda sc: pytest.fail("Ray started"))
     args = ["--env", "Pendulum-v1", "--labels", "20", "--steps", "15000", "--seeds", "2", "--first-seed", "1",
             "--eval-episodes", "1", "--out", str(tmp_path)]  # fmt: skip
     assert le.main([*args, "--only", "oracle"]) == 0

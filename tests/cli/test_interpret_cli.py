@@ -16,8 +16,8 @@ from prefrl.cli.interpret import main
 from prefrl.cli.main import main as prefrl_main
 from prefrl.data import PreferenceDataset, Trajectory, TrajectoryBatch, random_pairs, sample_fragments
 from prefrl.envs.gridworld import ENV_ID, GridWorldEnv
+from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import CNNReward, MLPReward, save_reward_net
-from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig
 
 
 def png_ok(path: Path) -> None:

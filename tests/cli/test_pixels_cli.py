@@ -20,10 +20,11 @@ from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env, r
 from prefrl.cli.main import main
 from prefrl.data.fragments import sample_fragments
 from prefrl.envs.atari import SCORE_ROWS, HideScore, make_atari_env
+from prefrl.envs.config import EnvConfig
+from prefrl.rewards.config import RewardNetConfig
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import CNNReward, MLPReward
 from prefrl.storage.clips import clip_frames
-from prefrl.training.run_config import EnvConfig, RewardNetConfig
 
 ACTS = spaces.Discrete(6)
 

@@ -162,7 +162,7 @@ def test_bad_sweep_options_fail_before_anything_runs(tmp_path: Path) -> None:
 
 def test_first_seed_shifts_the_grids_seeds(tmp_path: Path) -> None:
     from prefrl.cli.main import main
-    from prefrl.sweep.runner import SweepConfig, grid
+    from prefrl.run.sweep import SweepConfig, grid
 
     sc = SweepConfig(env=["Pendulum-v1"], labels=[3, 6], seeds=2, first_seed=5, out=str(tmp_path))
     learned, oracle = grid(sc, {})

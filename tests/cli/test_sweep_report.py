@@ -7,8 +7,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from prefrl.sweep.report import write_reports
-from prefrl.sweep.runner import Cell
+from prefrl.run.sweep import Cell
+from prefrl.run.sweep_report import write_reports
 
 
 def _finish(out: Path, cell: Cell, ret: float) -> None:

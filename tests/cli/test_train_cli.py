@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from prefrl.cli.main import main
-from prefrl.training import run, run_config
+from prefrl.run import config as run_config
+from prefrl.run import train as run
 
 
 def test_print_config_with_config_file_and_override(

@@ -723,7 +723,7 @@ def _mlp_reward(path: Path, seed: int) -> None:
 
     from prefrl.agents.sb3 import make_env
     from prefrl.rewards import save_reward_net
-    from prefrl.training.run import TrainConfig
+    from prefrl.run.train import TrainConfig
 
     env = make_env("Pendulum-v1")
     torch.manual_seed(seed)
@@ -735,7 +735,7 @@ def _cnn_reward(path: Path) -> None:
 
     from prefrl.agents.sb3 import make_env
     from prefrl.rewards import save_reward_net
-    from prefrl.training.run import TrainConfig
+    from prefrl.run.train import TrainConfig
 
     env = make_env("prefrl/MovingDot-v0")
     torch.manual_seed(0)

@@ -24,6 +24,7 @@ from gymnasium.utils.env_checker import check_env
 
 import prefrl.envs.moving_dot  # noqa: F401  (registers the env)
 from prefrl.data import PreferenceDataset
+from prefrl.preference import RewardTrainerConfig
 from prefrl.preference_env import (
     BackgroundProcessError,
     PreferenceEnv,
@@ -34,7 +35,6 @@ from prefrl.preference_env.env_process import default_net
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
 from prefrl.rewards.inference import FastReward, TorchReward, reward_fn
 from prefrl.rewards.nets import CNNReward, RewardNet, ShapedReward
-from prefrl.training import RewardTrainerConfig
 
 ENV = "prefrl/MovingDot-v0"
 ONE_EPOCH = RewardTrainerConfig(epochs=1.0)  # short training rounds: weights published often

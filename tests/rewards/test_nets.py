@@ -411,9 +411,9 @@ def test_keypoint_cnn_learns_the_moving_dots_progress_reward_from_pixels(reads: 
     0.88 / 0.89, and of 800 labels 0.89 / 0.95: 200 labels leave the displacement variable)."""
     import prefrl  # noqa: F401  (registers the environment)
     from prefrl.data import PreferenceDataset, Trajectory, TrajectoryBatch, sample_fragments
+    from prefrl.preference import RewardTrainer, RewardTrainerConfig
     from prefrl.rewards.nets import cnn_architecture
     from prefrl.teachers import SyntheticTeacher
-    from prefrl.training import RewardTrainer, RewardTrainerConfig
 
     env = gym.make("prefrl/MovingDot-v0")
     rng = np.random.default_rng(0)

@@ -12,9 +12,9 @@ from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
 from prefrl.data.fragments import Fragments
+from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import MLPReward
 from prefrl.teachers import SyntheticTeacher
-from prefrl.training import RewardTrainer, RewardTrainerConfig
 from prefrl.training.callbacks import LoopCallback
 from prefrl.training.loop import LoopConfig, PreferenceLoop
 

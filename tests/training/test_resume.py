@@ -180,8 +180,8 @@ def test_a_run_from_before_an_option_existed_resumes_and_a_foreign_checkpoint_is
     import json
 
     from prefrl.cli.main import main
+    from prefrl.run.config import IGNORED_ON_RESUME
     from prefrl.storage.checkpoint import config_hash
-    from prefrl.training.run_config import IGNORED_ON_RESUME
 
     run = tmp_path / "run"
     assert main(["train", "--run-dir", str(run), *ARGS]) == 0

@@ -10,12 +10,12 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
+from prefrl.run.train import format_report
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import SyntheticTeacher
 from prefrl.teachers.synthetic import TeacherConfig
 from prefrl.training.config import decided_labels
 from prefrl.training.loop import LoopConfig, tie_fraction
-from prefrl.training.run import format_report
 from tests.training.test_loop import build
 
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from prefrl.data import PreferenceDataset, sample_fragments
+from prefrl.preference import RewardTrainer, RewardTrainerConfig, evaluate_preferences
 from prefrl.rewards import MLPReward
 from prefrl.teachers import SyntheticTeacher
-from prefrl.training import RewardTrainer, RewardTrainerConfig, evaluate_preferences
 
 OBS = __import__("gymnasium").spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = __import__("gymnasium").spaces.Box(-2, 2, (1,), np.float32)
@@ -146,7 +146,7 @@ def test_true_pair_accuracy_is_one_for_the_true_reward_and_none_without_one() ->
 
     from prefrl.agents.rollout import collect_episodes
     from prefrl.agents.sb3 import make_env
-    from prefrl.training.trainer import true_pair_accuracy
+    from prefrl.preference.trainer import true_pair_accuracy
 
     env = make_env("Pendulum-v1")
     batch = collect_episodes(env, n_steps=600, seed=0)
@@ -348,7 +348,7 @@ def test_trust_record_survives_a_checkpoint(pendulum_batch, tmp_path):
 def test_label_smoothing_bounds_the_return_gap_a_few_labels_can_force(pendulum_batch):
     """SEER: with smoothing s a sure label targets P = 1 - s/2, so the model's loss on its own
     labels settles near -log(1 - s/2) instead of going to 0 as the return gaps grow."""
-    from prefrl.training.trainer import smooth_labels
+    from prefrl.preference.trainer import smooth_labels
 
     assert torch.allclose(smooth_labels(torch.tensor([1.0, 0.0, 0.5]), 0.2), torch.tensor([0.9, 0.1, 0.5]))
     frags, pairs, labels = _pendulum_data(pendulum_batch, 8, seed=5)

@@ -19,13 +19,13 @@ import pytest
 import sqlalchemy as sa
 
 from prefrl.data import PreferenceDataset
+from prefrl.run.config import TrainConfig
+from prefrl.run.train import prepare_run_dir
 from prefrl.storage import schema as S
 from prefrl.storage.runs import find_run, run_counts
 from prefrl.storage.store import QueryStore
 from prefrl.teachers.human import StoreTeacher
 from prefrl.training.closing import queries_due
-from prefrl.training.run import prepare_run_dir
-from prefrl.training.run_config import TrainConfig
 from tests.storage.helpers import make_fragments
 from tests.training.test_chaos import LabellingBot
 from tests.web.server import Server

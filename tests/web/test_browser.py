@@ -8,9 +8,9 @@ import torch
 from gymnasium import spaces
 
 from prefrl.data import PreferenceDataset
+from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import MLPReward
 from prefrl.teachers.human import StoreTeacher
-from prefrl.training import RewardTrainer, RewardTrainerConfig
 from tests.storage.helpers import make_fragments
 from tests.web.browser import chromium_path, launch
 from tests.web.server import ThreadServer

@@ -19,92 +19,24 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-from prefrl.rewards.nets import RewardNet
-from prefrl.rewards.normalization import RewardNormalizer
+from prefrl.agents.reward_signal import LearnedReward
+from prefrl.agents.saved_reward import Normalize, check_spaces, load_learned_reward
 
-if TYPE_CHECKING:
-    from prefrl.agents.saved_reward import Normalize
-
-FAST_MAX_BATCH = 256
-"""Batches up to this size take the NumPy fast path (per-step rewards); larger ones (replay
-buffer relabelling) the network itself, where its batched kernels win."""
-
-
-class LearnedReward:
-    """A reward network's ensemble-mean reward plus the normaliser the agent sees.
-
-    Rewards are measured from the network's absorbing-state reward (``r - r_absorbing``),
-    so ending an episode is worth exactly 0 to the agent, as it is to SB3's value targets.
-    In environments that can terminate the loop switches the normaliser to scale-only
-    (``normalizer.center = False``) so that this anchor survives normalisation.
-
-    Args:
-        net: the reward network (its weights may change between calls: it is read live).
-        normalize: divide by a running std (and subtract the running mean).
-        update_stats: fold every batch of rewards computed by the wrappers into the
-            running statistics (on-policy agents); off-policy loops reset them instead.
-    """
-
-    def __init__(self, net: RewardNet, normalize: bool = True, update_stats: bool = True) -> None:
-        self.net = net
-        self.normalize = normalize
-        self.update_stats = update_stats
-        self.normalizer = RewardNormalizer()
-        self.intrinsic: Any = None
-        """When set (``f(next_obs) -> [B]``), it replaces the learned reward (unsupervised pre-training)."""
-        self.bonus = 0.0
-        """Weight of the exploration bonus (RUNE): ``bonus x`` the ensemble's std is added to
-        the reward, so the agent seeks what the reward model is unsure about (the loop decays it)."""
-        self.fast = False
-        """Compute small batches (an agent's per-step rewards) with the NumPy inference path of
-        :class:`~prefrl.rewards.inference.FastReward`, compiled from the network's weights; the
-        owner must call :meth:`refresh` whenever the weights change (the loop does)."""
-        self._fast_fn: Any = None  # compiled lazily; False: the network has no fast path
-        self._absorbing: float | None = None
-
-    def refresh(self) -> None:
-        """The network's weights changed: recompile the fast path on next use."""
-        self._fast_fn, self._absorbing = None, None
-
-    @torch.no_grad()
-    def raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> np.ndarray:
-        """Ensemble-mean reward ``[*lead]`` for transitions ``[*lead, ...]``, minus the
-        absorbing-state reward (unnormalised), plus ``bonus x`` the ensemble std."""
-        if self.fast and not self.bonus and isinstance(acts, np.ndarray) and len(acts) <= FAST_MAX_BATCH:
-            if self._fast_fn is None:
-                from prefrl.rewards.inference import FastReward
-
-                self._fast_fn = FastReward.of(self.net) or False
-                self._absorbing = self.net.absorbing_value()
-            if self._fast_fn:
-                d = np.zeros(len(acts), dtype=np.float32) if dones is None else np.asarray(dones, np.float32)
-                return (self._fast_fn(obs, acts, next_obs, d) - self._absorbing).astype(np.float32)
-        mean, std = self.net.predict(obs, acts, next_obs, dones)
-        out = mean - self.net.absorbing_value()
-        if self.bonus:
-            out = out + self.bonus * std
-        return out.astype(np.float32)
-
-    def __call__(
-        self, obs: Any, acts: Any, next_obs: Any, dones: Any = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(rewards for the agent, raw learned rewards)``, both ``[*lead]``."""
-        if self.intrinsic is not None:
-            return self.intrinsic(next_obs), self.raw(obs, acts, next_obs, dones)
-        raw = self.raw(obs, acts, next_obs, dones)
-        if not self.normalize:
-            return raw, raw
-        if self.update_stats:
-            self.normalizer.update(raw)
-        return self.normalizer(raw), raw
+__all__ = [
+    "LearnedReward",
+    "LearnedRewardVecEnv",
+    "LearnedRewardVectorWrapper",
+    "LearnedRewardWrapper",
+    "learned_reward_env",
+    "zoo_wrapper",
+]
 
 
 class LearnedRewardWrapper(gym.Wrapper):
@@ -131,7 +63,6 @@ class LearnedRewardWrapper(gym.Wrapper):
     def from_run(cls, env: gym.Env, source: str | Path, normalize: Normalize = "run") -> LearnedRewardWrapper:
         """``env`` with the reward of a run directory or ``reward.safetensors`` file ``source``
         (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
-        from prefrl.agents.saved_reward import check_spaces, load_learned_reward
 
         reward = load_learned_reward(source, normalize)
         check_spaces(reward.net, env.observation_space, env.action_space, source)
@@ -196,7 +127,6 @@ class LearnedRewardVectorWrapper(VectorWrapper):
     ) -> LearnedRewardVectorWrapper:
         """``env`` with the reward of a run directory or ``reward.safetensors`` file ``source``
         (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
-        from prefrl.agents.saved_reward import check_spaces, load_learned_reward
 
         reward = load_learned_reward(source, normalize)
         check_spaces(reward.net, env.single_observation_space, env.single_action_space, source)
@@ -267,7 +197,6 @@ class LearnedRewardVecEnv(VecEnvWrapper):
     def from_run(cls, venv: VecEnv, source: str | Path, normalize: Normalize = "run") -> LearnedRewardVecEnv:
         """``venv`` with the reward of a run directory or ``reward.safetensors`` file ``source``
         (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
-        from prefrl.agents.saved_reward import check_spaces, load_learned_reward
 
         reward = load_learned_reward(source, normalize)
         check_spaces(reward.net, venv.observation_space, venv.action_space, source)
@@ -304,3 +233,30 @@ class LearnedRewardVecEnv(VecEnvWrapper):
     @staticmethod
     def _row(obs: Any, i: int) -> Any:
         return {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
+
+
+def learned_reward_env(env: Any, source: str | Path, normalize: Normalize = "run") -> Any:
+    """``env`` (a ``gymnasium.Env``, a Gymnasium ``VectorEnv`` or an SB3 ``VecEnv``) with the reward of
+    ``source``, in the matching wrapper of this module."""
+    if isinstance(env, VecEnv):
+        return LearnedRewardVecEnv.from_run(env, source, normalize)
+    if isinstance(env, VectorEnv):
+        return LearnedRewardVectorWrapper.from_run(env, source, normalize)
+    if isinstance(env, gym.Env):
+        return LearnedRewardWrapper.from_run(env, source, normalize)
+    raise TypeError(f"expected a gymnasium.Env, a gymnasium VectorEnv or an SB3 VecEnv, got {type(env)}")
+
+
+def zoo_wrapper(env: gym.Env, run_dir: str, normalize: Normalize = "run") -> gym.Env:
+    """RL Baselines3 Zoo's ``env_wrapper``: the learned reward of ``run_dir`` (a run directory or a
+    reward file) in place of the environment's. In a hyperparameter file::
+
+        Pendulum-v1:
+          env_wrapper:
+            - prefrl.agents.learned_reward.zoo_wrapper:
+                run_dir: runs/pendulum
+
+    The Zoo's ``Monitor`` sits below the wrapper, so its episode returns (``rollout/ep_rew_mean``,
+    ``monitor.csv``) stay the true ones.
+    """
+    return LearnedRewardWrapper.from_run(env, run_dir, normalize)

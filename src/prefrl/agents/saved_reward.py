@@ -4,9 +4,10 @@ A run directory (``prefrl train``) or its ``reward.safetensors`` file becomes a
 :class:`~prefrl.agents.learned_reward.LearnedReward`, normalised as the run's agent saw it:
 
 - :func:`load_learned_reward`: the reward itself (batched ``[*lead]`` rewards);
-- :func:`learned_reward_env`: wrap a ``gymnasium.Env``, a Gymnasium vector env or an SB3
-  ``VecEnv`` (the same as each wrapper's ``from_run``);
-- :func:`zoo_wrapper`: the ``env_wrapper`` of an RL Baselines3 Zoo hyperparameter file.
+- :func:`check_spaces`: whether it fits an environment.
+
+The wrappers that put it into an environment (``from_run``, ``learned_reward_env`` and RL
+Baselines3 Zoo's ``zoo_wrapper``) are in :mod:`prefrl.agents.learned_reward`.
 
 The reward is measured from the absorbing state's (ending an episode is worth 0), without the
 exploration bonus a run may have added while it learned. See docs/integrations.md.
@@ -17,17 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import gymnasium as gym
 from gymnasium import spaces
-from gymnasium.vector import VectorEnv
-from stable_baselines3.common.vec_env import VecEnv
 
-from prefrl.agents.learned_reward import (
-    LearnedReward,
-    LearnedRewardVecEnv,
-    LearnedRewardVectorWrapper,
-    LearnedRewardWrapper,
-)
+from prefrl.agents.reward_signal import LearnedReward
 from prefrl.rewards.io import load_reward_net, read_reward_normalizer
 from prefrl.rewards.nets import RewardNet
 from prefrl.storage.checkpoint import CheckpointDir, read_json
@@ -144,30 +137,3 @@ def _compatible(a: spaces.Space, b: spaces.Space) -> bool:
     if isinstance(a, spaces.Discrete):
         return int(a.n) == int(b.n) and int(a.start) == int(b.start)  # type: ignore[attr-defined]
     return a.shape == b.shape and a.dtype == b.dtype
-
-
-def learned_reward_env(env: Any, source: str | Path, normalize: Normalize = "run") -> Any:
-    """``env`` (a ``gymnasium.Env``, a Gymnasium ``VectorEnv`` or an SB3 ``VecEnv``) with the reward of
-    ``source``, in the matching wrapper of :mod:`prefrl.agents.learned_reward`."""
-    if isinstance(env, VecEnv):
-        return LearnedRewardVecEnv.from_run(env, source, normalize)
-    if isinstance(env, VectorEnv):
-        return LearnedRewardVectorWrapper.from_run(env, source, normalize)
-    if isinstance(env, gym.Env):
-        return LearnedRewardWrapper.from_run(env, source, normalize)
-    raise TypeError(f"expected a gymnasium.Env, a gymnasium VectorEnv or an SB3 VecEnv, got {type(env)}")
-
-
-def zoo_wrapper(env: gym.Env, run_dir: str, normalize: Normalize = "run") -> gym.Env:
-    """RL Baselines3 Zoo's ``env_wrapper``: the learned reward of ``run_dir`` (a run directory or a
-    reward file) in place of the environment's. In a hyperparameter file::
-
-        Pendulum-v1:
-          env_wrapper:
-            - prefrl.agents.saved_reward.zoo_wrapper:
-                run_dir: runs/pendulum
-
-    The Zoo's ``Monitor`` sits below the wrapper, so its episode returns (``rollout/ep_rew_mean``,
-    ``monitor.csv``) stay the true ones.
-    """
-    return LearnedRewardWrapper.from_run(env, run_dir, normalize)

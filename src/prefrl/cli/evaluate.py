@@ -12,8 +12,8 @@ from prefrl.agents.evaluate import DETERMINISTIC, SAMPLED, evaluate_returns, eva
 from prefrl.agents.policy_io import load_agent
 from prefrl.agents.sb3 import AUTO, make_env, make_vec_env, resolve_algo
 from prefrl.config_types import OptBool
+from prefrl.envs.config import EnvConfig
 from prefrl.storage.checkpoint import dumps, read_json, write_json
-from prefrl.training.run_config import EnvConfig
 
 
 @dataclass

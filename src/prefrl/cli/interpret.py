@@ -35,11 +35,11 @@ from prefrl.interpret.report import write_html_report
 from prefrl.interpret.shaping import ShapingConfig, learn_shaping, plot_shaping
 from prefrl.interpret.sources import Sources
 from prefrl.interpret.supervised import SupervisedConfig, fit_supervised
+from prefrl.preference.trainer import true_pair_accuracy
 from prefrl.rewards import build_reward_net, load_reward_net, save_reward_net
 from prefrl.rewards.spaces import is_image_space
 from prefrl.storage.checkpoint import dumps
 from prefrl.training.loop import HELDOUT_PAIRS
-from prefrl.training.trainer import true_pair_accuracy
 
 
 @dataclass

@@ -12,7 +12,7 @@ import tyro
 from prefrl.agents.policy_io import load_agent
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import make_env, make_vec_env
-from prefrl.training.run_config import EnvConfig
+from prefrl.envs.config import EnvConfig
 
 
 @dataclass

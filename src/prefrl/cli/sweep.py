@@ -28,8 +28,8 @@ from pathlib import Path
 
 import tyro
 
+from prefrl.run.sweep import SweepConfig, run_sweep
 from prefrl.storage.checkpoint import read_json
-from prefrl.sweep.runner import SweepConfig, run_sweep
 
 
 def parse(argv: list[str]) -> SweepConfig:

@@ -2,9 +2,9 @@
 
 A JSON config file plus command-line overrides (``--config FILE``), ``--print-config``, a
 run directory with checkpoints and ``--resume RUN``. The run itself is
-:func:`prefrl.training.run.train`, also callable from Python::
+:func:`prefrl.run.train.train`, also callable from Python::
 
-    from prefrl.training.run import TrainConfig, train
+    from prefrl.run.train import TrainConfig, train
     report = train(TrainConfig(run_dir="runs/pendulum"))
 """
 
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefrl.training.run import build_run, format_report, train
-from prefrl.training.run_config import EnvConfig, RewardNetConfig, TrainConfig, config_to_dict, parse_args
+from prefrl.run.config import EnvConfig, RewardNetConfig, TrainConfig, config_to_dict, parse_args
+from prefrl.run.train import build_run, format_report, train
 
 __all__ = [
     "EnvConfig",

@@ -26,8 +26,8 @@ from prefrl.data.arrays import obs_concat, obs_len, obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.interpret.rewardfn import RewardFn, as_reward_fn, index_obs, net_reward_fn
+from prefrl.preference.trainer import evaluate_preferences
 from prefrl.rewards.nets import RewardNet
-from prefrl.training.trainer import evaluate_preferences
 
 
 def _weights(w: np.ndarray | None, n: int, name: str) -> np.ndarray:

@@ -36,6 +36,7 @@ from prefrl.agents.sb3 import AUTO, make_env, make_vec_env, resolve_algo
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, random_pairs, sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.envs.config import EnvConfig
 from prefrl.interpret.evaluation import predicted_rewards
 from prefrl.interpret.plots import new_figure, plot_training_curves
 from prefrl.rewards.io import load_reward_net
@@ -43,7 +44,6 @@ from prefrl.rewards.nets import RewardNet
 from prefrl.storage.checkpoint import read_json
 from prefrl.storage.clips import encode_video
 from prefrl.teachers.synthetic import PRESETS, SyntheticTeacher
-from prefrl.training.run_config import EnvConfig
 
 PAGE_DIR = "report"
 """The page's folder inside the run directory: ``index.html`` and ``policy.webm``."""

@@ -6,8 +6,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from prefrl.preference.trainer import RewardTrainerConfig
 from prefrl.teachers.spec import check_teacher_spec
-from prefrl.training.trainer import RewardTrainerConfig
 
 Mode = Literal["online", "collect", "train", "pretrained"]
 MODES = ("online", "collect", "train", "pretrained")

@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 from prefrl.data.dataset import PreferenceDataset
+from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
 from prefrl.preference_env import shared_memory as sh
 from prefrl.preference_env.shared_memory import SharedBoard
 from prefrl.preference_env.workers import Guard, merge_messages
 from prefrl.rewards.encode import fragment_rewards
 from prefrl.rewards.io import build_reward_net, save_reward_net
 from prefrl.rewards.nets import RewardNet
-from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig
 
 
 @dataclass

@@ -170,7 +170,7 @@ class QueryStore:
         frames = clip_frames(fragments, np.asarray(idx, dtype=np.int64))  # [n, L, H, W, 3]
         rows = []
         for k, i in enumerate(idx):
-            name = _run_prefix(run_id) + secrets.token_hex(16)
+            name = run_prefix(run_id) + secrets.token_hex(16)
             size = encode_video(frames[k], self.clip_dir / (name + VIDEO_EXT), fps=fps)
             size += save_fragment(fragments, i, self.clip_dir / (name + ".npz"))
             rows.append(
@@ -221,7 +221,7 @@ class QueryStore:
                 c.execute(sa.select(S.episodes.c.video).where(S.episodes.c.run_id == run_id)).scalars()
             )
         gone = 0
-        for path in self.clip_dir.glob(_run_prefix(run_id) + "*"):
+        for path in self.clip_dir.glob(run_prefix(run_id) + "*"):
             if path.name not in known and path.is_file():
                 path.unlink(missing_ok=True)
                 gone += 1
@@ -581,36 +581,7 @@ class QueryStore:
             stmt = sa.select(sa.func.count()).select_from(S.labels).where(S.labels.c.user_id == user_id)
             return int(c.execute(stmt).scalar() or 0)
 
-    # -------------------------------------------------------------- episodes
-    def publish_episode(self, run_id: int, frames: np.ndarray, fps: float = 30.0, keep: int = 3) -> str:
-        """Store a full-episode video ``[T, H, W, 3]`` for the side panel; keeps the latest ``keep``."""
-        name = _run_prefix(run_id) + "ep-" + secrets.token_hex(16) + VIDEO_EXT
-        size = encode_video(np.asarray(frames), self.clip_dir / name, fps=fps)
-        with self.write() as c:
-            c.execute(
-                sa.insert(S.episodes).values(run_id=run_id, video=name, bytes=size, created=time.time())
-            )
-            old = c.execute(
-                sa.select(S.episodes.c.id, S.episodes.c.video)
-                .where(S.episodes.c.run_id == run_id)
-                .order_by(S.episodes.c.id.desc())
-                .offset(keep)
-            ).all()
-            if old:
-                c.execute(sa.delete(S.episodes).where(S.episodes.c.id.in_([o.id for o in old])))
-        for o in old:
-            (self.clip_dir / o.video).unlink(missing_ok=True)
-        return name
 
-    def latest_episode(self, run_id: int | None = None) -> str | None:
-        """File name of the newest published episode video (of ``run_id``, or of any run)."""
-        stmt = sa.select(S.episodes.c.video).order_by(S.episodes.c.id.desc()).limit(1)
-        if run_id is not None:
-            stmt = stmt.where(S.episodes.c.run_id == run_id)
-        with self.read() as c:
-            return c.execute(stmt).scalar()
-
-
-def _run_prefix(run_id: int) -> str:
+def run_prefix(run_id: int) -> str:
     """File names in the clip folder start with their run, so a run's leftovers can be found."""
     return f"r{int(run_id)}-"

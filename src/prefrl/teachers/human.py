@@ -33,6 +33,7 @@ from typing import Literal, TextIO
 import numpy as np
 
 from prefrl.data.fragments import Fragments
+from prefrl.storage import episodes
 from prefrl.storage.clips import clip_frames
 from prefrl.storage.runs import finish_run, run_counts
 from prefrl.storage.store import QueryStore
@@ -292,7 +293,7 @@ class StoreTeacher:
 
     def publish_episode(self, frames: np.ndarray) -> None:
         """Show a full episode ``[T, H, W, 3]`` uint8 in the labelling page's side panel."""
-        self.store.publish_episode(self.run_id, frames)
+        episodes.publish_episode(self.store, self.run_id, frames)
 
 
 KEYS = {"l": "left", "r": "right", "e": "equal", "": "incomparable"}

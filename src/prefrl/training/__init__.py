@@ -1,16 +1,6 @@
-"""Reward training, query schedules, and (with an agent) the main loop."""
+"""The stable-baselines3 loop: query schedules, the loop and its callbacks (the reward fitter it
+drives lives in :mod:`prefrl.preference`)."""
 
-from prefrl.training.logger import Logger, NullLogger, PrefixLogger
 from prefrl.training.schedules import SCHEDULES, allocate_queries
-from prefrl.training.trainer import RewardTrainer, RewardTrainerConfig, evaluate_preferences
 
-__all__ = [
-    "SCHEDULES",
-    "Logger",
-    "NullLogger",
-    "PrefixLogger",
-    "RewardTrainer",
-    "RewardTrainerConfig",
-    "allocate_queries",
-    "evaluate_preferences",
-]
+__all__ = ["SCHEDULES", "allocate_queries"]

@@ -16,12 +16,9 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import Any, TextIO
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from prefrl.training.loop import PreferenceLoop
 
 POLL_S = 0.5
 """How often the final wait looks for answers."""
@@ -45,9 +42,10 @@ def queries_due(alloc: np.ndarray, i: int, asked: int) -> int:
     return int(alloc[i]) + math.ceil(behind / max(1, n - i))
 
 
-def close_queries(loop: PreferenceLoop, out: TextIO | None = None) -> int:
-    """Wait for ``loop``'s async teacher's open queries, take the answers, close the rest;
-    returns the answers added to the dataset."""
+def close_queries(loop: Any, out: TextIO | None = None) -> int:
+    """Wait for the open queries of ``loop``'s async teacher (``loop``: a
+    :class:`~prefrl.training.loop.PreferenceLoop`), take the answers, close the rest; returns the
+    answers added to the dataset."""
     teacher = loop.async_teacher
     assert teacher is not None
     out = out or sys.stderr

@@ -35,24 +35,24 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from prefrl.agents.entropy import StateEntropyReward
 from prefrl.agents.learned_reward import LearnedReward
-from prefrl.agents.policy_io import save_agent
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import (
-    load_replay_buffer,
     relabel_replay_buffer,
-    save_replay_buffer,
     write_buffer_rewards,
 )
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.preference.trainer import RewardTrainer, true_pair_accuracy
 from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
-from prefrl.storage.checkpoint import CheckpointDir, load_learner, save_learner
+from prefrl.storage.checkpoint import CheckpointDir
+from prefrl.storage.logger import Logger, NullLogger, RowLogger
 from prefrl.teachers import Answers, AsyncTeacher, Teacher
 from prefrl.teachers.spec import is_async
 from prefrl.training.callbacks import LoopCallback
+from prefrl.training.checkpointing import LoopCheckpoint
 from prefrl.training.closing import close_queries, queries_due
 from prefrl.training.config import (
     AUTO_END_CLIP_FRAC,
@@ -67,10 +67,8 @@ from prefrl.training.config import (
     query_allocation,
     tie_fraction,
 )
-from prefrl.training.logger import Logger, NullLogger, RowLogger
 from prefrl.training.progress import StatusLine
 from prefrl.training.queries import candidate_pairs, choose_pairs
-from prefrl.training.trainer import RewardTrainer, true_pair_accuracy
 
 
 class PreferenceLoop:
@@ -506,47 +504,8 @@ class PreferenceLoop:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:
-        """Write a complete resumable checkpoint (see :mod:`prefrl.storage.checkpoint`)."""
-        assert self.ckpt is not None and self.run_dir is not None
-        path = self.ckpt.begin(self.state.iteration)
-        save_learner(path, self.net, self.trainer.state_dict(), self.dataset)
-        if self.agent is not None:
-            save_agent(self.agent, path / "policy.zip")
-            if self.off_policy:
-                save_replay_buffer(self.agent.replay_buffer, path / "replay_buffer.npz")
-        s = self.state
-        state = {
-            "iteration": s.iteration, "env_steps": s.env_steps, "queries_asked": s.queries_asked,
-            "started": s.started, "wall_s": s.wall_s, "history": s.history, "evaluations": s.evaluations,
-            "rng": self.rng.bit_generator.state, "config_hash": self.config_hash,
-            "labels_since_train": self._labels_since_train,
-            "normalizer": None if self.reward is None else self.reward.normalizer.state_dict(),
-            "agent_num_timesteps": None if self.agent is None else int(self.agent.num_timesteps),
-        }  # fmt: skip
-        self.ckpt.commit(path, state)
-        return path
-
-    def _restore_labels(self, fallback: Path | None = None) -> None:
-        """Every label given so far (``RUN/preferences.npz``, else ``fallback``), the count of
-        queries asked and the current iteration's label counts (the labels state), which are
-        newer than any checkpoint: no label is lost and none is asked again."""
-        assert self.ckpt is not None and self.run_dir is not None
-        prefs = self.run_dir / "preferences.npz"
-        source = prefs if prefs.exists() else fallback
-        if source is not None:
-            self.dataset = PreferenceDataset.load(source)
-            self.dataset.max_size = self.config.max_labels_kept
-            if self.dataset.fragments is not None:  # clips may have been shortened to fit the episodes
-                self.config.fragment_length = self.dataset.fragments.length
-        labels_state = self.ckpt.read_labels_state()
-        if labels_state is not None:
-            self.state.queries_asked = max(self.state.queries_asked, int(labels_state["queries_asked"]))
-            kept = labels_state.get("iteration_labels", {})
-            self._iteration_labels = {k: float(v) for k, v in kept.items()}
-        if self.async_teacher is not None:  # it holds what was asked; take back answers not yet kept
-            self.state.queries_asked = int(self.async_teacher.resume())
-            self._poll(all=True)
-        self.state.queries_asked = max(self.state.queries_asked, len(self.dataset))
+        """Write a complete resumable checkpoint (:class:`~prefrl.training.checkpointing.LoopCheckpoint`)."""
+        return LoopCheckpoint(self).save()
 
     def load_checkpoint(self, agent_loader: Any = None) -> bool:
         """Restore the latest checkpoint of ``run_dir`` (returns False when there is none).
@@ -554,42 +513,7 @@ class PreferenceLoop:
         ``agent_loader(path) -> agent`` rebuilds the SB3 agent from ``policy.zip`` on the
         same env stack. Labels saved after the checkpoint (``RUN/preferences.npz``) are kept.
         """
-        assert self.ckpt is not None and self.run_dir is not None
-        path = self.ckpt.latest()
-        if path is None:  # killed during the first iteration: start over, with the labels given
-            self._restore_labels()
-            self._labels_since_train = len(self.dataset)
-            return False
-        state = self.ckpt.read_state(path)
-        if self.config_hash and state.get("config_hash") not in ("", self.config_hash):
-            raise ValueError(f"{path}: this checkpoint was written by a run with a different config")
-        self.trainer.load_state_dict(load_learner(path, self.net))
-        if self.reward is not None:
-            self.reward.refresh()
-        s = self.state
-        s.iteration, s.env_steps, s.started = (
-            int(state["iteration"]),
-            int(state["env_steps"]),
-            bool(state["started"]),
-        )
-        s.wall_s, s.history = float(state["wall_s"]), list(state["history"])
-        s.evaluations = [(int(t), float(r)) for t, r in state.get("evaluations", [])]
-        s.queries_asked = int(state["queries_asked"])
-        self._restore_labels(fallback=path / "preferences.npz")
-        self.rng.bit_generator.state = state["rng"]
-        n_ckpt = len(PreferenceDataset.load(path / "preferences.npz"))
-        self._labels_since_train = int(state.get("labels_since_train", 0)) + max(
-            0, len(self.dataset) - n_ckpt
-        )
-        if self.agent is not None:
-            if agent_loader is None:
-                raise ValueError("resuming an agent run needs an agent_loader")
-            self.agent = agent_loader(path / "policy.zip")
-            if self.off_policy:
-                load_replay_buffer(self.agent.replay_buffer, path / "replay_buffer.npz")
-            if self.reward is not None and state.get("normalizer"):
-                self.reward.normalizer.load_state_dict(state["normalizer"])
-        return True
+        return LoopCheckpoint(self).load(agent_loader)
 
 
 class _StepHook(BaseCallback):

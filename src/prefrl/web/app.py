@@ -37,6 +37,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from prefrl.storage.episodes import latest_episode
 from prefrl.storage.runs import find_run
 from prefrl.storage.stats import export_csv, label_rows, label_stats
 from prefrl.storage.store import AlreadyLabelled, QueryClosed, QueryFilled, QueryStore, UnknownQuery, User
@@ -250,7 +251,7 @@ def create_app(
 
     @app.get("/api/status")
     def status(user: Signed) -> dict[str, Any]:
-        ep = store.latest_episode(scope.run_id())
+        ep = latest_episode(store, scope.run_id())
         return {**counts(user), "episode": None if ep is None else f"/clips/{ep}"}
 
     @app.get("/api/queries/next")

@@ -1,4 +1,4 @@
-"""A :class:`~prefrl.training.logger.Logger` writing CSV (one row per step) and TensorBoard."""
+"""A :class:`~prefrl.storage.logger.Logger` writing CSV (one row per step) and TensorBoard."""
 
 from __future__ import annotations
 

@@ -27,8 +27,9 @@ from prefrl.agents.sb3 import (
     resolve_algo,
 )
 from prefrl.rewards.io import save_reward_net
+from prefrl.run.config import TrainConfig, config_from_dict
+from prefrl.run.setup import log_agent, prepare_run_dir, resolve_device, reward_accuracy
 from prefrl.storage.checkpoint import read_json, write_json
-from prefrl.training.run_config import TrainConfig, config_from_dict
 
 
 def source_env(cfg: TrainConfig) -> None:
@@ -41,7 +42,6 @@ def source_env(cfg: TrainConfig) -> None:
 
 def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
     """Train an agent on ``cfg.reward_from``'s reward; writes the run directory, returns the report."""
-    from prefrl.training.run import log_agent, prepare_run_dir, resolve_device, reward_accuracy
 
     t0 = time.perf_counter()
     if cfg.resume is not None:

@@ -1,7 +1,7 @@
 """A grid of training runs as Ray tasks, on this machine or a cluster (``prefrl sweep``).
 
 Each cell (environment x label budget x teacher x seed) is one Ray task calling the same
-:func:`~prefrl.training.run.train` as ``prefrl train``; the reference run on the true reward
+:func:`~prefrl.run.train.train` as ``prefrl train``; the reference run on the true reward
 (same agent and steps) is one task per (environment, agent, steps, seed), shared by every
 budget and teacher. The layout under ``out`` is described in :mod:`prefrl.cli.sweep`;
 :func:`run_cells` runs any list of cells with another layout (``benchmarks/label_efficiency.py``
@@ -109,7 +109,7 @@ def parse_options(items: list[str], bare: str | None = None) -> dict[str, Any]:
     """``["section.option=value", ...]`` -> ``{"section.option": value}`` (JSON values), checked
     against prefrl train's config so that a typo fails before anything runs. A name without a
     section is a top-level option, or one of section ``bare`` when given."""
-    from prefrl.training.run import TrainConfig
+    from prefrl.run.train import TrainConfig
 
     cfg = TrainConfig()
     out: dict[str, Any] = {}
@@ -144,7 +144,7 @@ def apply_options(cfg: Any, options: dict[str, Any], bare: str | None = None) ->
 def grid(sc: SweepConfig, options: dict[str, Any]) -> tuple[list[Cell], list[Cell]]:
     """(learned cells, reference cells) of the sweep, agents resolved per environment."""
     from prefrl.agents.sb3 import check_env_id, make_env, resolve_algo
-    from prefrl.training.run import TrainConfig
+    from prefrl.run.train import TrainConfig
 
     default = TrainConfig()
     steps = sc.steps or default.loop.total_steps
@@ -182,8 +182,8 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
 
     from prefrl.agents.evaluate import evaluation_mode, train_on_true_reward
     from prefrl.agents.sb3 import AgentConfig
-    from prefrl.training.run import TrainConfig, train
-    from prefrl.training.run_config import parse_args
+    from prefrl.run.config import parse_args
+    from prefrl.run.train import TrainConfig, train
 
     c = Cell(**cell)
     run, result = Path(run_dir), Path(result_path)
@@ -225,7 +225,7 @@ def reference_env_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     arguments and wrapper options from the sweep's ``env.*`` options (``env.kwargs``,
     ``env.hide_score``, ...), as the learned runs get them. Other options (loop, reward, agent)
     are the learned side's techniques; the reference agent keeps its defaults."""
-    from prefrl.training.run import TrainConfig
+    from prefrl.run.train import TrainConfig
 
     cfg = TrainConfig()
     apply_options(cfg, {k: v for k, v in options.items() if k.startswith("env.")})
@@ -455,7 +455,7 @@ def run_sweep(sc: SweepConfig) -> dict[str, Any]:
     _check_out(out, sc, options)
     cells = oracle + learned
     ran = run_cells(sc, cells, options, sweep_files(out))
-    from prefrl.sweep.report import write_reports
+    from prefrl.run.sweep_report import write_reports
 
     summary = write_reports(out, learned, oracle, sc.eval_episodes)
     return {"cells": ran.cells, "skipped": ran.skipped + ran.reused, "ran": ran.ran, "failed": ran.failed,

@@ -20,14 +20,14 @@ from prefrl.data.arrays import obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, random_pairs, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.preference.allocator import keep_freed_memory
 from prefrl.preference.model import preference_logits, preference_loss, preference_metrics
+from prefrl.preference.optim import FlatAdamW, FlatParameters
+from prefrl.preference.trust import TrustRecord
 from prefrl.rewards.encode import encode_fragments, fragments_per_chunk, gather
 from prefrl.rewards.nets import Features, RewardNet, to_tensor
+from prefrl.storage.logger import Logger, NullLogger
 from prefrl.teachers.synthetic import SyntheticTeacher
-from prefrl.training.allocator import keep_freed_memory
-from prefrl.training.logger import Logger, NullLogger
-from prefrl.training.optim import FlatAdamW, FlatParameters
-from prefrl.training.trust import TrustRecord
 
 
 @dataclass

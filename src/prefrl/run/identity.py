@@ -17,7 +17,7 @@ import json
 import secrets
 from pathlib import Path
 
-from prefrl.training.run_config import TrainConfig
+from prefrl.run.config import TrainConfig
 
 
 def new_run_id() -> str:

@@ -1,0 +1,139 @@
+"""The reward model's section of a run's config (``--reward.*``): one :class:`RewardNetConfig`
+builds every default network, for ``prefrl train``, the preference wrapper and the sweeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gymnasium import spaces
+
+from prefrl.config_types import OptBool, OptInts
+from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, cnn_architecture, is_small_image
+from prefrl.rewards.spaces import is_image_space
+
+
+@dataclass
+class RewardNetConfig:
+    """The reward model (an ensemble of MLPs, or of CNNs for image observations)."""
+
+    kind: Literal["auto", "mlp", "cnn"] = "auto"
+    """Network: auto (cnn for uint8 image observations [H, W, C] or [C, H, W], frame stacks included;
+    mlp otherwise, Dict observations included), mlp or cnn."""
+    hidden: list[int] = field(default_factory=lambda: [64, 64])
+    """Hidden layer sizes of the MLP."""
+    cnn_channels: OptInts = None
+    """CNN: output channels of each convolution (None: by image size, see --reward.cnn-hidden)."""
+    cnn_kernels: OptInts = None
+    """CNN: kernel size of each convolution (None: by image size; reduced where images are too small)."""
+    cnn_strides: OptInts = None
+    """CNN: stride of each convolution (None: by image size; reduced where images are too small)."""
+    cnn_hidden: OptInts = None
+    """CNN: hidden layer sizes after the convolutions. None picks the CNN by image size: sides up to 64
+    px (e.g. the 40x40 moving dot) get channels 16 16, kernels 3 3, strides 2 1, hidden 64 with spatial
+    features (channels 8 16, kernels 4 3, strides 4 2, hidden 32 with flat ones); larger images (Atari's
+    84x84) channels 16 32 32, kernels 8 4 3, strides 4 2 1, hidden 64."""
+    cnn_features: Literal["auto", "flat", "spatial"] = "auto"
+    """CNN: what the convolutions hand to the head: flat (every position's activations) or spatial
+    (each channel's soft-argmax: where things are, see docs/core.md). auto: spatial for images up to
+    64 px a side, flat above; written to config.json as the one chosen."""
+    ensemble_size: int = 3
+    """Ensemble members (>= 2 for disagreement-based active selection)."""
+    use_obs: bool = True
+    """Reward reads the observation."""
+    use_act: bool = True
+    """Reward reads the action."""
+    use_next_obs: OptBool = None
+    """Reward reads the next observation s' (flat CNN: stacked onto the current image along channels;
+    keypoint CNN: the keypoints of s and their displacement to s'). None (auto): on for the MLP and the
+    keypoint CNN, off for the flat CNN, written to config.json as the one chosen. Measured with the MLP:
+    HalfCheetah-v5 50 labels 0.60 -> 0.73, Hopper-v5 100 labels 0.91 -> 1.02; keypoint CNN, moving dot,
+    800 labels offline: per-step correlation 0.88 -> 0.95, best action 0.89 -> 0.97 (docs/benchmarks.md)."""
+    use_done: bool = False
+    """Reward reads the terminal flag."""
+    action_heads: OptBool = None
+    """Discrete actions: one reward output per action, the taken action's is the reward (r(s, a) = f(s)[a],
+    as a DQN's Q-values) instead of a one-hot action input. None (auto): on for a CNN reward with a
+    Discrete action that does not read the keypoints' displacement (moving dot, 200 labels: per-step
+    correlation with the true reward 0.03-0.43 -> 0.70-0.82), off where it does (the displacement says
+    what the action did: 800 labels, best action 0.97 with a one-hot action, 0.92 with heads) and for
+    the MLP (Acrobot-v1 0.99 -> 0.98, CartPole-v1 1.18 either way); written to config.json as the one
+    chosen. See docs/core.md."""
+    output: Literal["auto", "linear", "tanh"] = "auto"
+    """Per-step reward output: tanh (bounded to (-1, 1), as in B-Pref: a state no label covers cannot
+    pay more than the states the labels favour), linear (unbounded), or auto: tanh when random actions
+    end an episode by termination within the first --loop.initial-steps steps, else linear (written
+    to config.json as the one chosen). See docs/core.md."""
+
+    def _output(self) -> str:
+        return "linear" if self.output == "auto" else self.output
+
+    def resolved_kind(self, obs_space: Any) -> Literal["mlp", "cnn"]:
+        """``kind`` with ``auto`` decided by the observation space."""
+        if self.kind == "auto":
+            return "cnn" if is_image_space(obs_space) else "mlp"
+        return self.kind
+
+    def resolve_cnn_features(self, obs_space: Any) -> Literal["flat", "spatial"]:
+        """``cnn_features="auto"``: keypoints (spatial) for small images, where a reward is about
+        where objects are (the moving dot: held-out accuracy 0.53 -> 0.68 offline), flat above."""
+        if self.cnn_features != "auto":
+            return self.cnn_features
+        return "spatial" if is_image_space(obs_space) and is_small_image(obs_space) else "flat"
+
+    def resolve_next_obs(self, obs_space: Any) -> bool:
+        """``use_next_obs=None`` (auto): the MLP and the keypoint CNN read s', the flat CNN does not
+        (not measured there, and a stacked frame would take it off the NumPy per-step path). The
+        keypoint CNN then reads where things moved: a step that moves nothing (standing still,
+        pushing into a wall) looks the same whatever the action, which is what a reward for
+        progress needs."""
+        if self.resolved_kind(obs_space) == "mlp":
+            return True
+        return self.resolve_cnn_features(obs_space) == "spatial"
+
+    def resolve_action_heads(self, obs_space: Any, act_space: Any) -> bool:
+        """``action_heads=None`` (auto): on where a CNN reward reads a Discrete action and not the
+        keypoints' displacement. Its head is one hidden layer over image features, where a one-hot
+        action input can only shift the hidden units; the displacement already says what the
+        action did (measured: heads then score the best action less often); the MLP's two hidden
+        layers mix the action in (measured: no gain there)."""
+        if self.action_heads is not None:
+            return self.action_heads
+        discrete = isinstance(act_space, spaces.Discrete)
+        if self.resolved_kind(obs_space) != "cnn" or not self.use_act or not discrete:
+            return False
+        motion = self.resolve_cnn_features(obs_space) == "spatial" and (
+            self.resolve_next_obs(obs_space) if self.use_next_obs is None else self.use_next_obs
+        )
+        return not motion
+
+    def build(self, obs_space: Any, act_space: Any) -> RewardNet:
+        """The network; an unresolved ``output="auto"`` (no environment was probed, see
+        :func:`resolve_reward_output`) builds the linear output."""
+        kind = self.resolved_kind(obs_space)
+        use_next_obs = bool(self.use_next_obs)  # unresolved auto (runs that predate it): off
+        heads = bool(self.action_heads)  # unresolved auto (runs that predate it): off
+        if kind == "cnn":
+            if not is_image_space(obs_space):
+                raise ValueError(
+                    "--reward.kind cnn needs uint8 image observations [H, W, C] or [C, H, W], "
+                    f"got {obs_space}"
+                )
+            if not self.use_obs:
+                raise ValueError(
+                    "the CNN reward always reads the observation; drop --reward.no-use-obs or use "
+                    "--reward.kind mlp"
+                )
+            features = "flat" if self.cnn_features == "auto" else self.cnn_features  # unresolved: as before
+            arch = cnn_architecture(obs_space, self.cnn_channels, self.cnn_kernels, self.cnn_strides,
+                                    self.cnn_hidden, features=features)  # fmt: skip
+            return CNNReward(
+                obs_space, act_space, ensemble_size=self.ensemble_size, use_act=self.use_act,
+                use_done=self.use_done, use_next_obs=use_next_obs, output=self._output(), features=features,
+                action_heads=heads, **arch,
+            )  # fmt: skip
+        return MLPReward(
+            obs_space, act_space, hidden=tuple(self.hidden), ensemble_size=self.ensemble_size,
+            use_obs=self.use_obs, use_act=self.use_act, use_next_obs=use_next_obs,
+            use_done=self.use_done, output=self._output(), action_heads=heads,
+        )  # fmt: skip

@@ -1,0 +1,200 @@
+"""The config of a whole training run (``prefrl train``): typed sections, JSON files, the command line.
+
+Every field is documented, so ``prefrl train --help`` documents itself. A config is read from
+the command line over ``--config FILE`` or a resumed run's ``config.json``
+(:func:`parse_args`), and written back as JSON (:func:`config_to_dict`); older files with
+renamed options still load (:data:`RENAMED`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import tyro
+
+from prefrl.agents.sb3 import (
+    AgentConfig,
+)
+from prefrl.config_types import OptDir, OptFile
+from prefrl.envs.config import EnvConfig
+from prefrl.preference.trainer import RewardTrainerConfig
+from prefrl.rewards.config import RewardNetConfig
+from prefrl.storage.checkpoint import read_json
+from prefrl.teachers.spec import TeacherName
+from prefrl.training.config import LoopConfig, check_selection
+
+# optional paths: a metavar naming what to pass and no "(default: None)" in --help
+OptStore = Annotated[
+    str | None, tyro.conf.arg(metavar="PATH|URL", help_behavior_hint="(only with --teacher web)")
+]
+RunId = Annotated[str | None, tyro.conf.arg(metavar="ID", help_behavior_hint="(default: a new one)")]
+RewardFrom = Annotated[str | None, tyro.conf.arg(metavar="RUN|FILE", help_behavior_hint="(optional)")]
+RunDir = Annotated[
+    str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: runs/<env>-<agent>-<time>)")
+]
+
+
+@dataclass
+class TrainConfig:
+    """Train an agent on a reward learned from preference comparisons."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    reward: RewardNetConfig = field(default_factory=RewardNetConfig)
+    trainer: RewardTrainerConfig = field(default_factory=RewardTrainerConfig)
+    teacher: TeacherName = "oracle"
+    """Who labels: a B-Pref simulated preset (oracle|noisy|mistake|skip|myopic|equal), a person at
+    this terminal (terminal), or people in the web app (web, with --store)."""
+    store: OptStore = None
+    """Query store for --teacher web: a SQLite path or SQLAlchemy URL."""
+    run_dir: RunDir = None
+    """Run directory."""
+    force: bool = False
+    """Overwrite an existing run directory."""
+    resume: OptDir = None
+    """Continue the run in this directory from its last checkpoint (its config.json is used)."""
+    run_id: RunId = None
+    """The run's identity in the query store (--teacher web), set once when the run begins (a new
+    one with --force) and kept in config.json; the folder's name is only where the run lives."""
+    config: OptFile = None
+    """A JSON config file (as written to RUN/config.json); command-line options override it."""
+    print_config: bool = False
+    """Print the resolved config as JSON and exit."""
+    seed: int = 0
+    """Seed of environments, agent, loop and teacher."""
+    trajectory_path: OptFile = None
+    """Offline mode: learn only a reward, from clips of this trajectory file (.npz)."""
+    reward_from: RewardFrom = None
+    """Train only an agent, --loop.total-steps steps, on the frozen reward of this finished run (a run
+    directory, whose environment it takes, or a reward.safetensors file), normalised as that run's
+    agent saw it: no queries, no reward training (see docs/integrations.md)."""
+    agent_path: OptFile = None
+    """Warm start: initial policy from this SB3 .zip file."""
+    save_preferences: OptFile = None
+    """Also copy the final preference dataset (.npz) to this path."""
+    final_agent_steps: int = 0
+    """After training, train a fresh agent this many steps on the final learned reward and report
+    its true return (0: skip)."""
+    eval_episodes: int = 10
+    """Episodes for the final evaluation of the policy (and of a random policy)."""
+    eval_interval: int = 0
+    """Also evaluate the policy on the true reward every this many environment steps, over
+    eval_episodes episodes, into RUN/evaluations.csv; the report gives the mean of the last 10
+    (0: only the final evaluation)."""
+    progress: bool = True
+    """Show a progress bar."""
+    threads: int = 1
+    """Torch CPU threads (1 avoids oversubscription on small shared machines)."""
+    device: str = "auto"
+    """Where the reward networks train and predict (relabelling and query selection too): auto (a
+    GPU when there is one, else cpu), cpu, cuda or cuda:N. The agent follows unless --agent.device
+    names a device (its default auto means: the same as --device)."""
+
+
+RENAMED = {
+    "LoopConfig": {
+        "comparison_queue_size": "max_labels_kept",
+        "initial_comparison_frac": "initial_label_frac",
+    },
+}
+"""Options renamed since an earlier release, per config section: old name -> new name."""
+
+IGNORED_ON_RESUME = ("resume", "force", "config", "print_config", "progress", "run_dir", "threads")
+
+
+# ------------------------------------------------------------------------ config files
+def config_to_dict(cfg: TrainConfig) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)
+
+
+def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if cls is LoopConfig and "allow_variable_horizon" in data:  # retired: episode ends are handled
+        data = {k: v for k, v in data.items() if k != "allow_variable_horizon"}
+        print(f"{where}: ignoring retired option allow_variable_horizon (terminating episodes "
+              "are handled by absorbing states)", file=sys.stderr)  # fmt: skip
+    for old, new in RENAMED.get(cls.__name__, {}).items():  # config files of older versions
+        if old in data and new not in data:
+            data = {(new if k == old else k): v for k, v in data.items()}
+            print(f"{where}: option {old} is now called {new}", file=sys.stderr)
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"{where}: unknown option(s) {unknown}; valid: {sorted(fields)}")
+    kw = {}
+    for name, value in data.items():
+        default = getattr(cls(), name) if name in ("env", "agent", "loop", "reward", "trainer") else None
+        if dataclasses.is_dataclass(default):
+            kw[name] = _from_dict(type(default), value, f"{where}.{name}")
+        elif isinstance(value, list) and name == "l2_band":
+            kw[name] = tuple(value)
+        else:
+            kw[name] = value
+    return cls(**kw)
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
+    """Rebuild a :class:`TrainConfig` from JSON, with clear errors for unknown keys."""
+    try:
+        return _from_dict(TrainConfig, data, where)
+    except TypeError as e:
+        raise ValueError(f"{where}: {e}") from e
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "--") -> list[str]:
+    """``["--loop.total-labels 20 -> 99", ...]`` for every leaf option that differs."""
+    out = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        name = prefix + k.replace("_", "-")
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, name + ".")
+        elif a != b:
+            out.append(f"{name} {json.dumps(a)} -> {json.dumps(b)}")
+    return out
+
+
+def parse_args(argv: list[str]) -> TrainConfig:
+    """Command line (over ``--config FILE`` or a resumed run's config) -> :class:`TrainConfig`."""
+    default = TrainConfig()
+    for flag in ("--loop.seed", "--trainer.seed"):
+        if any(a == flag or a.startswith(flag + "=") for a in argv):
+            raise ValueError(f"{flag} is set from --seed (one seed for env, agent, loop, trainer)")
+    resume, cfg_file = _flag_value(argv, "--resume"), _flag_value(argv, "--config")
+    if resume is not None:
+        default = config_from_dict(
+            read_json(Path(resume) / "config.json", "run config"), f"{resume}/config.json"
+        )
+    elif cfg_file is not None:
+        default = config_from_dict(read_json(Path(cfg_file), "config file"), cfg_file)
+    cfg = tyro.cli(TrainConfig, default=default, args=argv, prog="prefrl train")
+    if resume is not None:
+        cfg.resume, cfg.run_dir = resume, resume
+        stored, now = config_to_dict(default), config_to_dict(cfg)
+        diff = _differences(
+            {k: v for k, v in stored.items() if k not in IGNORED_ON_RESUME},
+            {k: v for k, v in now.items() if k not in IGNORED_ON_RESUME},
+        )
+        if diff:
+            raise ValueError(
+                f"--resume {resume}: {'; '.join(diff)} (the run's config.json has the first value); a "
+                "run resumes with its own config (start a new run directory to change them)"
+            )
+    check_selection(cfg.loop, cfg.reward.ensemble_size)  # before anything is built or written
+    return cfg

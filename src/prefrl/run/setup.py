@@ -1,0 +1,118 @@
+"""The pieces of a run that every kind of run shares: its directory, its devices, the reward
+output chosen by probing the environment, the agent's TensorBoard log and the held-out
+accuracy of a reward (used by :mod:`prefrl.run.train` and :mod:`prefrl.run.reward_from`)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from prefrl.agents.sb3 import (
+    make_env,
+)
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.preference.trainer import true_pair_accuracy
+from prefrl.rewards.nets import RewardNet
+from prefrl.run.config import TrainConfig, config_to_dict
+from prefrl.run.identity import claim_identity
+from prefrl.storage.checkpoint import write_json
+
+
+def prepare_run_dir(cfg: TrainConfig) -> Path:
+    """Create (or, on resume, check) the run directory and write ``config.json``."""
+    if cfg.resume is not None:
+        run = Path(cfg.resume)
+        if not (run / "config.json").exists():
+            raise FileNotFoundError(f"--resume {run}: not a run directory (no config.json)")
+        return run
+    if cfg.run_dir is None:
+        kind = "offline" if cfg.trajectory_path is not None else cfg.agent.algo  # offline: no agent trains
+        cfg.run_dir = f"runs/{cfg.env.id.replace('/', '_')}-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = Path(cfg.run_dir)
+    claim_identity(cfg, run)  # its id; refused if the query store already has its name's queries
+    if run.exists() and any(run.iterdir()):
+        if not cfg.force:
+            raise FileExistsError(
+                f"run directory {run} already exists; pass --force to overwrite it "
+                f"or --resume {run} to continue"
+            )
+        shutil.rmtree(run)
+    run.mkdir(parents=True, exist_ok=True)
+    write_json(run / "config.json", config_to_dict(cfg))
+    return run
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; others checked to exist."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"--device {device!r}: not a device (auto, cpu, cuda or cuda:N)") from e
+    if dev.type == "cuda":
+        n = torch.cuda.device_count()
+        if n == 0:
+            raise ValueError(f"--device {device}: no CUDA device is visible here (use --device cpu or auto)")
+        if dev.index is not None and dev.index >= n:
+            raise ValueError(f"--device {device}: only {n} CUDA device(s) (cuda:0 .. cuda:{n - 1})")
+    elif dev.type != "cpu":
+        raise ValueError(f"--device {device!r}: prefrl runs on cpu or cuda")
+    return device
+
+
+def resolve_reward_output(cfg: TrainConfig, env_kwargs: dict[str, Any]) -> Literal["linear", "tanh"]:
+    """``--reward.output auto``: tanh where random actions reach a termination (a fall, a goal)
+    within ``--loop.initial-steps`` steps, linear where they only meet time limits.
+
+    Measured (docs/benchmarks.md): the bounded output fixed InvertedPendulum and Hopper and left
+    CartPole, Acrobot and the double pendulum at the oracle's level; on HalfCheetah, which never
+    terminates, the linear output scored higher.
+    """
+    from prefrl.agents.rollout import collect_episodes
+
+    env = make_env(cfg.env.id, env_kwargs)
+    try:
+        steps = max(1, min(cfg.loop.initial_steps, 2000))
+        batch = collect_episodes(env, n_steps=steps, seed=cfg.seed + 31)
+    finally:
+        env.close()
+    return "tanh" if bool(np.any(batch.terminated)) else "linear"
+
+
+def log_agent(agent: Any, run_dir: Path) -> None:
+    """Send SB3's own metrics (``rollout/ep_rew_mean``, ``train/actor_loss``, ...) to TensorBoard,
+    in ``RUN/tb/agent`` beside prefrl's metrics (``tensorboard --logdir RUN/tb`` shows both)."""
+    if agent is None:
+        return
+    from stable_baselines3.common.logger import configure
+
+    agent.set_logger(configure(str(run_dir / "tb" / "agent"), ["tensorboard"]))
+
+
+def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int = 500) -> float | None:
+    """Accuracy of the learned reward on fresh oracle-labelled pairs of policy + random clips.
+
+    Only pairs with a strict preference count; ``None`` when every pair is a tie (or no
+    clip can be drawn).
+    """
+    env = make_env(cfg.env.id, cfg.env.parsed_kwargs())
+    try:
+        from prefrl.agents.rollout import collect_episodes
+
+        parts = [collect_episodes(env, n_steps=2000, seed=cfg.seed + 99)]
+        if agent is not None:
+            parts.append(collect_episodes(env, n_steps=2000, seed=cfg.seed + 98,
+                                          policy=lambda o: agent.predict(o)[0]))  # fmt: skip
+        batch = TrajectoryBatch.concat(parts)
+        rng = np.random.default_rng(cfg.seed + 5)
+        return true_pair_accuracy(net, batch, n_pairs, cfg.loop.fragment_length, rng)
+    except ValueError:
+        return None
+    finally:
+        env.close()
