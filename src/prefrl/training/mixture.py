@@ -1,0 +1,110 @@
+"""Mixture queries (PPE, NeurIPS 2025): part of each round's pairs from the agent's latest
+episodes, part from the older experience where the reward ensemble is least sure.
+
+Queries drawn only from the latest episodes (QPA's rule, and the loop's default) compare clips
+so alike that a teacher can hardly tell them apart, and leave the reward unconstrained just
+outside the policy's current behaviour, where an agent that moves on goes next. PPE found
+that neither half alone helped and both together did (its kappa = 0.5).
+
+:class:`EpisodeArchive` keeps the episodes of earlier iterations (bounded by steps);
+:func:`archive_pairs` cuts candidate clips from them and picks the pairs the ensemble
+disagrees on most (uniformly while the ensemble has fewer than two members);
+:func:`join_queries` puts both halves into one set of clips and pairs for the teacher.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from prefrl.data.fragments import Fragments, window_counts
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.rewards.nets import RewardNet
+from prefrl.selection import DisagreementSelector, UniformSelector
+from prefrl.training.queries import candidate_pairs
+
+
+class EpisodeArchive:
+    """Episodes of earlier iterations, newest last, at most ``max_steps`` steps in all (oldest
+    dropped first; the newest batch is always kept whole).
+
+    Example:
+        >>> import numpy as np
+        >>> from prefrl.data.trajectories import Trajectory, TrajectoryBatch
+        >>> ep = Trajectory(np.zeros((11, 2), np.float32), np.zeros((10, 1), np.float32), np.zeros(10))
+        >>> archive = EpisodeArchive(max_steps=25)
+        >>> for _ in range(4):
+        ...     archive.add(TrajectoryBatch.from_trajectories([ep]))
+        >>> archive.steps
+        20
+    """
+
+    def __init__(self, max_steps: int) -> None:
+        if max_steps < 1:
+            raise ValueError(f"the archive must hold at least one step, got max_steps={max_steps}")
+        self.max_steps = max_steps
+        self.batches: list[TrajectoryBatch] = []
+
+    @property
+    def steps(self) -> int:
+        """Environment steps held."""
+        return sum(b.num_steps for b in self.batches)
+
+    def add(self, batch: TrajectoryBatch) -> None:
+        """Keep ``batch`` (the episodes an iteration used), dropping the oldest beyond ``max_steps``."""
+        if not batch.num_steps:
+            return
+        self.batches.append(batch)
+        while len(self.batches) > 1 and self.steps > self.max_steps:
+            self.batches.pop(0)
+
+    def batch(self, length: int) -> TrajectoryBatch | None:
+        """Every episode held as one batch, or ``None`` when no ``length``-step clip fits in it."""
+        if not self.batches:
+            return None
+        whole = TrajectoryBatch.concat(self.batches)
+        return whole if window_counts(whole, length).sum() > 0 else None
+
+
+def archive_pairs(
+    net: RewardNet,
+    archive: TrajectoryBatch,
+    k: int,
+    length: int,
+    oversampling: int,
+    measure: str,
+    rng: np.random.Generator,
+) -> tuple[Fragments, np.ndarray]:
+    """``k`` pairs ``[k', 2]`` (``k' <= k``) of clips cut from ``archive``, the ones of
+    ``oversampling * k`` candidates the ensemble disagrees on most by ``measure`` (uniformly
+    for a single network), and their clips."""
+    n_cand = max(1, k * max(1, oversampling))
+    frags, cand = candidate_pairs(archive, max(2, 2 * n_cand), 0, n_cand, length, rng)
+    if not len(cand):
+        return frags, cand
+    k = min(k, len(cand))
+    if net.ensemble_size >= 2 or measure == "entropy":
+        chosen = DisagreementSelector(net, measure, rng=rng).select(frags, cand, k)
+    else:
+        chosen = UniformSelector(rng).select(frags, cand, k)
+    return frags, cand[chosen]
+
+
+def join_queries(
+    recent: tuple[Fragments, np.ndarray], older: tuple[Fragments, np.ndarray]
+) -> tuple[Fragments, np.ndarray]:
+    """One set of clips and pairs ``[B1 + B2, 2]`` from the recent and the older half (the older
+    half's clip indices shifted past the recent clips)."""
+    (f1, p1), (f2, p2) = recent, older
+    if not len(p2):
+        return f1, p1
+    return Fragments.concat([f1, f2]), np.concatenate([p1, p2 + len(f1)])
+
+
+def older_share(n_queries: int, share: float) -> int:
+    """How many of ``n_queries`` come from the archive: ``share`` of them, rounded up once
+    there are at least two (so a round of 10 at share 0.5 asks 5 and 5)."""
+    if share <= 0 or n_queries < 2:
+        return 0
+    return min(n_queries - 1, math.ceil(n_queries * share - 1e-9))

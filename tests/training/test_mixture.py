@@ -1,0 +1,63 @@
+"""Mixture queries (PPE): older clips where the ensemble is least sure, joined with recent ones."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from prefrl.agents.rollout import collect_episodes
+from prefrl.data import PreferenceDataset
+from prefrl.preference import RewardTrainer, RewardTrainerConfig
+from prefrl.rewards import MLPReward
+from prefrl.selection import DisagreementSelector
+from prefrl.teachers import SyntheticTeacher
+from prefrl.training.mixture import EpisodeArchive, archive_pairs, join_queries, older_share
+from prefrl.training.queries import candidate_pairs
+
+
+@pytest.fixture(scope="module")
+def batches():
+    env = gym.make("Pendulum-v1")
+    return [collect_episodes(env, n_episodes=2, seed=s) for s in range(4)]
+
+
+def test_archive_keeps_the_newest_steps_up_to_its_bound(batches) -> None:
+    archive = EpisodeArchive(max_steps=900)
+    for b in batches:  # 400 steps each
+        archive.add(b)
+    assert archive.steps == 800 and archive.batches == batches[-2:]
+    assert archive.batch(50).num_steps == 800 and archive.batch(401) is None
+    with pytest.raises(ValueError, match="max_steps"):
+        EpisodeArchive(0)
+
+
+def test_older_half_takes_the_pairs_the_ensemble_disagrees_on_most(batches) -> None:
+    rng = np.random.default_rng(0)
+    net = MLPReward(gym.spaces.Box(-np.inf, np.inf, (3,)), gym.spaces.Box(-2, 2, (1,)), ensemble_size=3)
+    frags, cand = candidate_pairs(batches[0], 40, 0, 20, 25, rng)
+    ds = PreferenceDataset()
+    ds.add(frags, cand[:8], SyntheticTeacher("oracle").label(frags, cand[:8]))
+    RewardTrainer(net, RewardTrainerConfig(epochs=5, val_fraction=0.0)).train(ds)
+    old = EpisodeArchive(10_000)
+    for b in batches[1:]:
+        old.add(b)
+    f_old, p_old = archive_pairs(net, old.batch(25), 4, 25, 5, "probability", np.random.default_rng(1))
+    assert p_old.shape == (4, 2) and f_old.length == 25
+    # the chosen pairs are the top 4 of their candidates by the ensemble's disagreement
+    f_all, c_all = candidate_pairs(old.batch(25), 40, 0, 20, 25, np.random.default_rng(1))
+    scores = DisagreementSelector(net, "probability").scores(f_all, c_all)
+    chosen = DisagreementSelector(net, "probability").scores(f_old, p_old)
+    assert np.allclose(np.sort(chosen), np.sort(scores)[-4:])
+
+
+def test_join_shifts_the_older_clips_and_the_split_is_even(batches) -> None:
+    rng = np.random.default_rng(2)
+    f1, p1 = candidate_pairs(batches[0], 10, 0, 5, 20, rng)
+    f2, p2 = candidate_pairs(batches[1], 6, 0, 3, 20, rng)
+    frags, pairs = join_queries((f1, p1), (f2, p2))
+    assert len(frags) == 16 and pairs.shape == (8, 2)
+    np.testing.assert_array_equal(frags.returns()[pairs[5:]], f2.returns()[p2])  # the same clips, shifted
+    assert join_queries((f1, p1), (f2, p2[:0]))[0] is f1
+    assert [older_share(n, 0.5) for n in (0, 1, 2, 10, 11)] == [0, 0, 1, 5, 6]
+    assert older_share(10, 0.0) == 0 and older_share(10, 1.0) == 9  # at least one recent pair
