@@ -14,6 +14,8 @@ reward model, replay relabelling, checkpoints and evaluation then all see the sa
 vector, so nothing downstream needs a dictionary path.
 
 Example:
+    >>> register_dmc()
+    True
     >>> env = FlattenBoxDict(gym.make("dm_control/cartpole-balance-v0"))
     >>> env.observation_space
     Box(-inf, inf, (5,), float32)
