@@ -207,8 +207,34 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                     "median_final": float(np.median(final)), "labels": [r["labels_used"] for r in res],
                     "steps": res[0]["steps"],
                 }  # fmt: skip
-        table[task] = {"published": PUBLISHED[task], "prefrl": rows}
+        running = {side: in_progress(out / task, side) for side in SIDES}
+        running = {side: runs for side, runs in running.items() if runs}
+        if copy_to is not None:
+            for side, runs in running.items():
+                (copy_to / task).mkdir(parents=True, exist_ok=True)
+                for r in runs:
+                    write_json(copy_to / task / f"{side}-seed{r['seed']}.progress.json", r)
+        table[task] = {"published": PUBLISHED[task], "prefrl": rows, "in_progress": running}
     return table
+
+
+def in_progress(task_dir: Path, side: str) -> list[dict[str, Any]]:
+    """Runs of ``side`` without a result yet: ``{"seed", "steps", "evaluations"}`` from what they
+    have written so far (a learned run's ``evaluations.csv``, a true-reward run's ``state.json``)."""
+    runs = []
+    for run in sorted(task_dir.glob(f"{side}-seed*")):
+        if not run.is_dir() or (task_dir / f"{run.name}.json").exists():
+            continue
+        evals: list[list[float]] = []
+        if (run / "evaluations.csv").exists():
+            rows = run.joinpath("evaluations.csv").read_text().splitlines()[1:]
+            evals = [[int(r.split(",")[0]), float(r.split(",")[1])] for r in rows if r]
+        elif (run / "state.json").exists():
+            evals = json.loads((run / "state.json").read_text()).get("evaluations", [])
+        if evals:
+            runs.append({"seed": int(run.name.rsplit("seed", 1)[1]), "steps": int(evals[-1][0]),
+                         "evaluations": evals})  # fmt: skip
+    return runs
 
 
 def markdown(table: dict[str, Any]) -> str:
@@ -224,7 +250,14 @@ def markdown(table: dict[str, Any]) -> str:
         ]
         for side in SIDES:
             r = t["prefrl"].get(side)
-            cells.append("—" if r is None else f"{r['median_last10']:.0f} (n={len(r['seeds'])})")
+            going = t.get("in_progress", {}).get(side, [])
+            if r is not None:
+                cells.append(f"{r['median_last10']:.0f} (n={len(r['seeds'])})")
+            elif going:
+                now = ", ".join(f"{g['evaluations'][-1][1]:.0f} at {g['steps'] // 1000}k" for g in going)
+                cells.append(f"running: {now}")
+            else:
+                cells.append("—")
         lines.append("| " + " | ".join(cells) + " |")
     return (
         "\n".join(lines)

@@ -80,3 +80,19 @@ def test_each_side_runs_resumes_and_writes_its_result(tmp_path: Path) -> None:
         assert res["labels_used"] == (0 if side == "true" else 10)
     done = subprocess.run(cmd, check=True, timeout=120, capture_output=True, text=True)
     assert "started" not in done.stderr
+
+
+def test_runs_in_progress_are_shown_with_their_latest_evaluation(tmp_path: Path) -> None:
+    fr = _frontier()
+    run = tmp_path / "walker_walk" / "protocol-seed1"
+    run.mkdir(parents=True)
+    (run / "evaluations.csv").write_text("step,true_return\n10000,50.5\n20000,120.25\n")
+    true = tmp_path / "walker_walk" / "true-seed0"
+    true.mkdir()
+    (true / "state.json").write_text(json.dumps({"steps": 50000, "evaluations": [[50000, 588.5]]}))
+    copies = tmp_path / "copies"
+    table = fr.summarize(tmp_path, copies)
+    going = table["walker_walk"]["in_progress"]
+    assert going["protocol"] == [{"seed": 1, "steps": 20000, "evaluations": [[10000, 50.5], [20000, 120.25]]}]
+    assert "running: 120 at 20k" in fr.markdown(table) and "running: 588 at 50k" in fr.markdown(table)
+    assert json.loads((copies / "walker_walk" / "true-seed0.progress.json").read_text())["steps"] == 50000
