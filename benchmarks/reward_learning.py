@@ -34,7 +34,7 @@ from gymnasium import spaces
 from prefrl.data import PreferenceDataset, Trajectory, TrajectoryBatch, random_pairs, sample_fragments
 from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import CNNReward, MLPReward
-from prefrl.rewards.nets import cnn_architecture
+from prefrl.rewards.cnn import cnn_architecture
 from prefrl.selection import DisagreementSelector
 from prefrl.teachers import SyntheticTeacher
 

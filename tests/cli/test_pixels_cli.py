@@ -21,9 +21,10 @@ from prefrl.cli.main import main
 from prefrl.data.fragments import sample_fragments
 from prefrl.envs.atari import SCORE_ROWS, HideScore, make_atari_env
 from prefrl.envs.config import EnvConfig
+from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.config import RewardNetConfig
 from prefrl.rewards.io import load_reward_net
-from prefrl.rewards.nets import CNNReward, MLPReward
+from prefrl.rewards.mlp import MLPReward
 from prefrl.storage.clips import clip_frames
 
 ACTS = spaces.Discrete(6)

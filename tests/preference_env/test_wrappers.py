@@ -33,8 +33,10 @@ from prefrl.preference_env import (
 )
 from prefrl.preference_env.env_process import default_net
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
+from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.inference import FastReward, TorchReward, reward_fn
-from prefrl.rewards.nets import CNNReward, RewardNet, ShapedReward
+from prefrl.rewards.nets import RewardNet
+from prefrl.rewards.shaped import ShapedReward
 
 ENV = "prefrl/MovingDot-v0"
 ONE_EPOCH = RewardTrainerConfig(epochs=1.0)  # short training rounds: weights published often

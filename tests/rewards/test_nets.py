@@ -231,7 +231,7 @@ def test_spatial_cnn_reward_reads_where_the_dot_is_and_learns_it() -> None:
     import gymnasium as gym
 
     from prefrl.rewards import CNNReward, build_reward_net
-    from prefrl.rewards.nets import cnn_architecture
+    from prefrl.rewards.cnn import cnn_architecture
 
     space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
     arch = cnn_architecture(space, features="spatial")
@@ -275,7 +275,7 @@ def test_keypoint_cnn_points_at_the_dots_before_training() -> None:
     """Standardised maps: the red and green channels' keypoints sit on their dots, untrained
     (pooled 2x2: 20x20 cells from -1 to 1, so pixel p is at (p / 2 - 0.25) / 19 * 2 - 1)."""
     from prefrl.rewards import CNNReward
-    from prefrl.rewards.nets import cnn_architecture
+    from prefrl.rewards.cnn import cnn_architecture
 
     space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
     net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial",
@@ -412,7 +412,7 @@ def test_keypoint_cnn_learns_the_moving_dots_progress_reward_from_pixels(reads: 
     import prefrl  # noqa: F401  (registers the environment)
     from prefrl.data import PreferenceDataset, Trajectory, TrajectoryBatch, sample_fragments
     from prefrl.preference import RewardTrainer, RewardTrainerConfig
-    from prefrl.rewards.nets import cnn_architecture
+    from prefrl.rewards.cnn import cnn_architecture
     from prefrl.teachers import SyntheticTeacher
 
     env = gym.make("prefrl/MovingDot-v0")

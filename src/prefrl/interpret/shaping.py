@@ -22,7 +22,8 @@ from prefrl.interpret.evaluation import predicted_rewards
 from prefrl.interpret.plots import new_figure, save_figure
 from prefrl.interpret.rewardfn import index_obs
 from prefrl.rewards.io import build_reward_net
-from prefrl.rewards.nets import RewardNet, ShapedReward, to_tensor
+from prefrl.rewards.nets import RewardNet, to_tensor
+from prefrl.rewards.shaped import ShapedReward
 from prefrl.rewards.spaces import encode_space
 
 

@@ -20,9 +20,11 @@ from prefrl.preference_env.config import PreferenceEnvConfig
 from prefrl.preference_env.rewarder import overlappable, request_fields
 from prefrl.preference_env.ring import RingSpec
 from prefrl.preference_env.runtime import Runtime
+from prefrl.rewards.cnn import CNNReward, cnn_architecture
 from prefrl.rewards.inference import RewardFn, reward_fn
 from prefrl.rewards.io import load_reward_net
-from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, cnn_architecture
+from prefrl.rewards.mlp import MLPReward
+from prefrl.rewards.nets import RewardNet
 from prefrl.rewards.normalization import RewardNormalizer
 from prefrl.rewards.spaces import is_image_space
 
@@ -45,7 +47,7 @@ REWARDER_MIN_ENVS = 4
 
 def default_net(obs_space: spaces.Box, act_space: spaces.Space) -> RewardNet:
     """``CNNReward`` for uint8 images (layers by image size, see
-    :func:`~prefrl.rewards.nets.cnn_architecture`: the 40x40 moving dot gets a small CNN whose
+    :func:`~prefrl.rewards.cnn.cnn_architecture`: the 40x40 moving dot gets a small CNN whose
     per-step reward in the environment process costs a fraction of the core default),
     ``MLPReward`` otherwise."""
     if is_image_space(obs_space):

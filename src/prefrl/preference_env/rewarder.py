@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from prefrl.preference_env.shared_memory import Field, SharedArrays, SharedBoard
+from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.inference import reward_fn
 from prefrl.rewards.io import build_reward_net
-from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
+from prefrl.rewards.mlp import MLPReward
+from prefrl.rewards.nets import RewardNet
 
 
 def overlappable(net: RewardNet) -> bool:

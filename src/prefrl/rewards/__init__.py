@@ -1,9 +1,12 @@
 """Reward networks: MLP, CNN, ensembles (stacked weights), normalisation, shaping."""
 
+from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.io import build_reward_net, load_reward_net, save_reward_net
 from prefrl.rewards.layers import EnsembleLinear, EnsembleMLP
-from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, ShapedReward, to_tensor
+from prefrl.rewards.mlp import MLPReward
+from prefrl.rewards.nets import RewardNet, to_tensor
 from prefrl.rewards.normalization import RunningNorm
+from prefrl.rewards.shaped import ShapedReward
 
 __all__ = [
     "CNNReward",

@@ -9,7 +9,9 @@ from typing import Any, Literal
 from gymnasium import spaces
 
 from prefrl.config_types import OptBool, OptInts
-from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, cnn_architecture, is_small_image
+from prefrl.rewards.cnn import CNNReward, cnn_architecture, is_small_image
+from prefrl.rewards.mlp import MLPReward
+from prefrl.rewards.nets import RewardNet
 from prefrl.rewards.spaces import is_image_space
 
 

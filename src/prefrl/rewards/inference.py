@@ -3,7 +3,7 @@
 At a few transitions per call, a reward network's cost is almost all per-operation
 overhead (PyTorch dispatch, NumPy <-> torch hand-offs, one-hot and layout steps), not
 arithmetic. :class:`FastReward` compiles the ensemble-mean reward of an
-:class:`~prefrl.rewards.nets.MLPReward` or :class:`~prefrl.rewards.nets.CNNReward` into a
+:class:`~prefrl.rewards.mlp.MLPReward` or :class:`~prefrl.rewards.cnn.CNNReward` into a
 few NumPy matrix products on preallocated buffers:
 
 - the ``E`` members become one wide network: first layers side by side, hidden layers
@@ -29,8 +29,10 @@ import torch
 from gymnasium import spaces
 from threadpoolctl import ThreadpoolController
 
+from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.layers import EnsembleMLP
-from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet
+from prefrl.rewards.mlp import MLPReward
+from prefrl.rewards.nets import RewardNet
 
 Array = np.ndarray
 RewardFn = Callable[[Array, Array, Array, Array], Array]

@@ -16,7 +16,10 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 import prefrl
-from prefrl.rewards.nets import CNNReward, MLPReward, RewardNet, ShapedReward
+from prefrl.rewards.cnn import CNNReward
+from prefrl.rewards.mlp import MLPReward
+from prefrl.rewards.nets import RewardNet
+from prefrl.rewards.shaped import ShapedReward
 from prefrl.rewards.spaces import space_from_json
 
 FORMAT = "prefrl.reward_net"
