@@ -83,9 +83,15 @@ def evaluate_returns(
 
 
 def train_on_true_reward(
-    agent_cfg: Any, env_id: str, steps: int, seed: int, run_dir: str | Path, episodes: int = 10,
-    learning_starts: int = 0, env_kwargs: dict[str, Any] | None = None,
-) -> tuple[float, float, float]:  # fmt: skip
+    agent_cfg: Any,
+    env_id: str,
+    steps: int,
+    seed: int,
+    run_dir: str | Path,
+    episodes: int = 10,
+    learning_starts: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+) -> tuple[float, float, float]:
     """The reference run: the same agent trained on the environment's own reward.
 
     ``env_kwargs``: gym.make's keyword arguments and make_env's wrapper options, as the learned

@@ -161,8 +161,13 @@ class LearnedRewardVectorWrapper(VectorWrapper):
             self._restarting = np.logical_or(terminated, truncated)
         self._obs = obs
         every = np.ones(n, dtype=bool)
-        info = {**info, "true_reward": np.asarray(true_rews, dtype=np.float64), "_true_reward": every,
-                "learned_reward": raw, "_learned_reward": every}  # fmt: skip
+        info = {
+            **info,
+            "true_reward": np.asarray(true_rews, dtype=np.float64),
+            "_true_reward": every,
+            "learned_reward": raw,
+            "_learned_reward": every,
+        }
         return obs, rews, terminated, truncated, info
 
 

@@ -66,8 +66,10 @@ def check_cnn(cnn: str, backend: str = "sb3") -> None:
     if cnn not in CNNS:
         raise ValueError(f"unknown --agent.cnn {cnn!r}; choose from {list(CNNS)}")
     if backend == "sbx" and cnn == "spatial":
-        raise ValueError("--agent.cnn spatial is a PyTorch extractor; the sbx backend keeps its own CNN "
-                         "(use --agent.cnn auto or nature with --agent.backend sbx)")  # fmt: skip
+        raise ValueError(
+            "--agent.cnn spatial is a PyTorch extractor; the sbx backend keeps its own CNN "
+            "(use --agent.cnn auto or nature with --agent.backend sbx)"
+        )
 
 
 def resolve_cnn(cnn: str, obs_space: spaces.Space, backend: str = "sb3") -> str:

@@ -38,9 +38,15 @@ POLICY_FORMAT = "prefrl.policy"
 POLICY_VERSION = 1
 META_ENTRY, PARAMS_ENTRY = "prefrl_policy.json", "params.safetensors"
 MAX_META_BYTES = 16 << 20
-COUNTERS = {"num_timesteps": int, "_total_timesteps": int, "_num_timesteps_at_start": int,
-            "_episode_num": int, "_n_updates": int, "learning_starts": int,
-            "_current_progress_remaining": float}  # fmt: skip
+COUNTERS = {
+    "num_timesteps": int,
+    "_total_timesteps": int,
+    "_num_timesteps_at_start": int,
+    "_episode_num": int,
+    "_n_updates": int,
+    "learning_starts": int,
+    "_current_progress_remaining": float,
+}
 """The plain attributes of an SB3 agent a loaded policy gets back (what resuming needs)."""
 UNSAFE_EXTRA = ("tensorboard_log", "device", "verbose")
 """``extra`` keys a policy file's own config may not set (a file must not choose where to write)."""
@@ -126,8 +132,10 @@ def _set_jax_states(agent: BaseAlgorithm, saved: dict[str, Any]) -> None:
             new = []
             for i, leaf in enumerate(leaves):
                 if tuple(got[i].shape) != tuple(np.shape(leaf)):
-                    raise ValueError(f"{owner}.{name} leaf {i} has shape {tuple(got[i].shape)}, "
-                                     f"expected {tuple(np.shape(leaf))}")  # fmt: skip
+                    raise ValueError(
+                        f"{owner}.{name} leaf {i} has shape {tuple(got[i].shape)}, "
+                        f"expected {tuple(np.shape(leaf))}"
+                    )
                 arr = got[i].numpy()
                 is_array = hasattr(leaf, "dtype")  # else a Python number (a fresh state's step)
                 new.append(jnp.asarray(arr, dtype=leaf.dtype) if is_array else type(leaf)(arr.item()))
@@ -158,12 +166,18 @@ def save_agent(agent: BaseAlgorithm, path: str | Path, config: AgentConfig | Non
     from prefrl import __version__
 
     meta = {
-        "format": POLICY_FORMAT, "version": POLICY_VERSION, "algo": config.algo, "backend": config.backend,
-        "agent": dataclasses.asdict(config), "seed": agent.seed,
-        "counters": {k: getattr(agent, k) for k in COUNTERS if hasattr(agent, k)}, "values": values,
-        "observation_space": str(agent.observation_space), "action_space": str(agent.action_space),
+        "format": POLICY_FORMAT,
+        "version": POLICY_VERSION,
+        "algo": config.algo,
+        "backend": config.backend,
+        "agent": dataclasses.asdict(config),
+        "seed": agent.seed,
+        "counters": {k: getattr(agent, k) for k in COUNTERS if hasattr(agent, k)},
+        "values": values,
+        "observation_space": str(agent.observation_space),
+        "action_space": str(agent.action_space),
         "versions": {"prefrl": __version__, "stable_baselines3": stable_baselines3.__version__},
-    }  # fmt: skip
+    }
     tmp = path.with_name(path.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(META_ENTRY, json.dumps(meta, indent=1, sort_keys=True, allow_nan=False))
@@ -262,8 +276,12 @@ def load_agent(
         cfg = dataclasses.replace(config or stored, algo=stored.algo, device=device)
         counters = _dict(meta, "counters")
         seed = meta.get("seed")
-        agent = make_agent(cfg, venv, seed=seed if isinstance(seed, int) else 0,
-                           learning_starts=_counter(counters, "learning_starts", 0))  # fmt: skip
+        agent = make_agent(
+            cfg,
+            venv,
+            seed=seed if isinstance(seed, int) else 0,
+            learning_starts=_counter(counters, "learning_starts", 0),
+        )
         if state.get("torch"):
             agent.set_parameters(state["torch"], exact_match=True, device=agent.device)
         with torch.no_grad():

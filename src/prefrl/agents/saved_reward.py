@@ -116,8 +116,10 @@ def load_learned_reward(
 
 def check_spaces(net: RewardNet, obs_space: spaces.Space, act_space: spaces.Space, source: Any) -> None:
     """Raise a clear error when the environment's spaces are not those the reward was learned on."""
-    for what, want, got in (("observation", net.observation_space, obs_space),
-                            ("action", net.action_space, act_space)):  # fmt: skip
+    for what, want, got in (
+        ("observation", net.observation_space, obs_space),
+        ("action", net.action_space, act_space),
+    ):
         if not _compatible(want, got):
             raise ValueError(
                 f"the reward of {source} was learned on the {what} space {want}, but this environment "

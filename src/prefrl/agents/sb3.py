@@ -367,8 +367,14 @@ def save_replay_buffer(buffer: ReplayBuffer, path: str | Path) -> Path:
     """Write the filled part of a (non-dict) replay buffer to ``.npz`` (no pickle)."""
     path = Path(path)
     n = buffer_rows(buffer)
-    meta = {"format": BUFFER_FORMAT, "version": 1, "pos": buffer.pos, "full": buffer.full,
-            "buffer_size": buffer.buffer_size, "n_envs": buffer.n_envs}  # fmt: skip
+    meta = {
+        "format": BUFFER_FORMAT,
+        "version": 1,
+        "pos": buffer.pos,
+        "full": buffer.full,
+        "buffer_size": buffer.buffer_size,
+        "n_envs": buffer.n_envs,
+    }
     arrays = {"__meta__": np.array(json.dumps(meta))}
     for name in _BUF_FIELDS:
         arrays[name] = getattr(buffer, name)[:n]

@@ -54,10 +54,17 @@ def evaluate_run(cfg: EvaluateConfig) -> dict[str, float]:
     rets = evaluate_returns(env_id, agent, cfg.episodes, cfg.seed, env_kwargs, mode == DETERMINISTIC)
     rand = evaluate_returns(env_id, None, cfg.episodes, cfg.seed, env_kwargs)
     if cfg.videos > 0:
-        evaluate_returns(env_id, agent, cfg.videos, cfg.seed, env_kwargs, mode == DETERMINISTIC,
-                         video_dir=run / "videos")  # fmt: skip
-    result = {"env": env_id, "episodes": cfg.episodes, "eval": mode, "true_return": float(rets.mean()),
-              "true_return_std": float(rets.std()), "random_return": float(rand.mean())}  # fmt: skip
+        evaluate_returns(
+            env_id, agent, cfg.videos, cfg.seed, env_kwargs, mode == DETERMINISTIC, video_dir=run / "videos"
+        )
+    result = {
+        "env": env_id,
+        "episodes": cfg.episodes,
+        "eval": mode,
+        "true_return": float(rets.mean()),
+        "true_return_std": float(rets.std()),
+        "random_return": float(rand.mean()),
+    }
     write_json(run / "evaluation.json", result)
     return result
 

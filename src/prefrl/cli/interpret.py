@@ -410,8 +410,11 @@ class Report(Common):
             if isinstance(env, GridWorldEnv):
                 steps.append(("Reward per state and action", Heatmap(**common)))
             if is_image_space(net.observation_space):
-                steps += [("Saliency", Saliency(**common)), ("Extremes", Extremes(**common)),
-                          ("Synthesised observations", Synthesize(**common))]  # fmt: skip
+                steps += [
+                    ("Saliency", Saliency(**common)),
+                    ("Extremes", Extremes(**common)),
+                    ("Synthesised observations", Synthesize(**common)),
+                ]
             else:
                 if net.observation_space.shape is not None and len(net.observation_space.shape) == 1:
                     steps.append(("Reward slice", Slice(**common, dims=self.dims)))

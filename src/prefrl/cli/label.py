@@ -158,8 +158,11 @@ def _token_command(store: QueryStore, args: argparse.Namespace) -> int:
         if not revoke(store, args.name):
             print(f"prefrl label revoke: no labeller named {args.name!r}", file=sys.stderr)
             return 2
-        print(f"revoked {args.name!r}'s token (a running server stops accepting it within "
-              f"{store.TOKEN_TTL_S:.0f} s)", file=sys.stderr)  # fmt: skip
+        print(
+            f"revoked {args.name!r}'s token (a running server stops accepting it within "
+            f"{store.TOKEN_TTL_S:.0f} s)",
+            file=sys.stderr,
+        )
         return 0
     days = args.expires_days
     try:

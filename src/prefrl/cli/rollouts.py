@@ -60,6 +60,14 @@ def main(argv: list[str]) -> int:
         print(f"prefrl rollouts: error: {e}", file=sys.stderr)
         return 2
     rets = batch.episode_returns() if batch.rews is not None else None
-    print(json.dumps({"path": str(path), "episodes": len(batch), "steps": batch.num_steps,
-                      "mean_return": None if rets is None else float(rets.mean())}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "path": str(path),
+                "episodes": len(batch),
+                "steps": batch.num_steps,
+                "mean_return": None if rets is None else float(rets.mean()),
+            }
+        )
+    )
     return 0

@@ -215,11 +215,17 @@ class PreferenceDataset:
             ds.next_id = int(meta["next_id"])
             if meta.get("length") is not None:
                 ds.fragments = Fragments(
-                    obs_from_flat_dict("obs", data), data["acts"], data.get("rews"),
-                    data["dones"].astype(bool), data["rows"].astype(np.int64), int(meta["length"]),
-                    data["episode"].astype(np.int64), data["start"].astype(np.int64),
-                    None, data["real"].astype(np.int64) if "real" in data else None,
-                )  # fmt: skip
+                    obs_from_flat_dict("obs", data),
+                    data["acts"],
+                    data.get("rews"),
+                    data["dones"].astype(bool),
+                    data["rows"].astype(np.int64),
+                    int(meta["length"]),
+                    data["episode"].astype(np.int64),
+                    data["start"].astype(np.int64),
+                    None,
+                    data["real"].astype(np.int64) if "real" in data else None,
+                )
                 if len(ds.pairs) and ds.pairs.max() >= len(ds.fragments):
                     raise ValueError("pair indices point past the stored fragments")
             elif len(ds.pairs):

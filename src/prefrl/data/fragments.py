@@ -168,10 +168,17 @@ class Fragments:
         """A subset (same table, no copy)."""
         idx = np.asarray(idx)
         return Fragments(
-            self.table_obs, self.table_acts, self.table_rews, self.table_dones,
-            self.rows[idx], self.length, self.episode[idx], self.start[idx], self.table_frames,
+            self.table_obs,
+            self.table_acts,
+            self.table_rews,
+            self.table_dones,
+            self.rows[idx],
+            self.length,
+            self.episode[idx],
+            self.start[idx],
+            self.table_frames,
             None if self.real is None else self.real[idx],
-        )  # fmt: skip
+        )
 
     def without_frames(self) -> Fragments:
         """The same fragments without rendered frames (to save memory)."""
@@ -337,10 +344,17 @@ def sample_fragments(
         left = batch.lengths[ep] - start  # transitions from the start to the episode's end
         real = np.minimum(length, left).astype(np.int64)
     frags = Fragments(
-        batch.obs, batch.acts, batch.rews, batch.dones,
-        rows.astype(np.int64), length, (ep + episode_offset).astype(np.int64),
-        start.astype(np.int64), batch.infos.get("frames"), real,
-    )  # fmt: skip
+        batch.obs,
+        batch.acts,
+        batch.rews,
+        batch.dones,
+        rows.astype(np.int64),
+        length,
+        (ep + episode_offset).astype(np.int64),
+        start.astype(np.int64),
+        batch.infos.get("frames"),
+        real,
+    )
     return frags, SampleReport(episodes=len(batch), short_episodes=short, windows=total)
 
 

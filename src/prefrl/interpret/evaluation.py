@@ -89,9 +89,15 @@ class Coverage:
         s, a, s2 = np.meshgrid(np.arange(n_states), np.arange(n_actions), np.arange(n_states), indexing="ij")
         w = ws[s] * wa[a] * ws[s2]
         return cls(
-            s.ravel(), a.ravel(), s2.ravel(), np.arange(n_states), np.arange(n_actions),
-            w.ravel(), ws, wa,
-        )  # fmt: skip
+            s.ravel(),
+            a.ravel(),
+            s2.ravel(),
+            np.arange(n_states),
+            np.arange(n_actions),
+            w.ravel(),
+            ws,
+            wa,
+        )
 
     @classmethod
     def from_batch(
@@ -116,9 +122,12 @@ class Coverage:
         s_rows = rng.choice(obs_len(batch.obs), min(n_mean, obs_len(batch.obs)), replace=False)
         a_rows = rng.choice(batch.step_rows, min(n_mean, batch.num_steps), replace=False)
         return cls(
-            index_obs(batch.obs, rows), batch.acts[rows], index_obs(batch.obs, rows + 1),
-            index_obs(batch.obs, s_rows), batch.acts[a_rows],
-        )  # fmt: skip
+            index_obs(batch.obs, rows),
+            batch.acts[rows],
+            index_obs(batch.obs, rows + 1),
+            index_obs(batch.obs, s_rows),
+            batch.acts[a_rows],
+        )
 
     @classmethod
     def from_spaces(
@@ -140,9 +149,12 @@ class Coverage:
             return np.stack([np.asarray(x) for x in items])
 
         return cls(
-            draw(observation_space, n), draw(action_space, n), draw(observation_space, n),
-            draw(observation_space, n_mean), draw(action_space, n_mean),
-        )  # fmt: skip
+            draw(observation_space, n),
+            draw(action_space, n),
+            draw(observation_space, n),
+            draw(observation_space, n_mean),
+            draw(action_space, n_mean),
+        )
 
 
 # ------------------------------------------------------------------ EPIC
@@ -171,8 +183,12 @@ def mean_next_reward(fn: RewardFn, states: Any, cov: Coverage, chunk: int = 1 <<
     for k0 in range(0, k_total, step):
         x = index_obs(states, slice(k0, k0 + step))
         lead = (obs_len(x), ma, ms)
-        r = fn(_expand(x, lead, 0), _expand(cov.mean_acts, lead, 1), _expand(cov.mean_obs, lead, 2),
-               torch.zeros(lead))  # fmt: skip
+        r = fn(
+            _expand(x, lead, 0),
+            _expand(cov.mean_acts, lead, 1),
+            _expand(cov.mean_obs, lead, 2),
+            torch.zeros(lead),
+        )
         out.append(torch.einsum("kas,a,s->k", r.double().cpu(), wa, ws))
     return torch.cat(out).numpy()
 
@@ -244,8 +260,9 @@ def predicted_rewards(net: RewardNet, batch: TrajectoryBatch, chunk: int = 8192)
     out = np.zeros(len(batch.acts), dtype=np.float64)
     for s in range(0, len(rows), chunk):
         r = rows[s : s + chunk]
-        out[r] = fn(index_obs(batch.obs, r), batch.acts[r], index_obs(batch.obs, r + 1),
-                    torch.as_tensor(dones[r])).numpy()  # fmt: skip
+        out[r] = fn(
+            index_obs(batch.obs, r), batch.acts[r], index_obs(batch.obs, r + 1), torch.as_tensor(dones[r])
+        ).numpy()
     return out
 
 

@@ -305,8 +305,10 @@ def training_panels(cols: Mapping[str, np.ndarray], panels: str = "headline") ->
     if not cols:
         raise ValueError("no numeric metric columns to plot (besides 'step')")
     if panels == "headline":
-        chosen: list[Panel] = [(t, [m for m in ms if m in cols and np.isfinite(cols[m]).any()], lim)
-                               for t, ms, lim in HEADLINE_PANELS]  # fmt: skip
+        chosen: list[Panel] = [
+            (t, [m for m in ms if m in cols and np.isfinite(cols[m]).any()], lim)
+            for t, ms, lim in HEADLINE_PANELS
+        ]
         chosen = [c for c in chosen if c[1]]
         if chosen:
             return chosen, 0

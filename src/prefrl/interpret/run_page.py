@@ -121,8 +121,15 @@ def fresh_clips(cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: An
     parts, sources = [], []
     try:
         if agent is not None:
-            parts.append(collect_episodes(env, cfg.episodes, policy=lambda o: agent.predict(
-                o, deterministic=deterministic)[0], seed=cfg.seed, render=render))  # fmt: skip
+            parts.append(
+                collect_episodes(
+                    env,
+                    cfg.episodes,
+                    policy=lambda o: agent.predict(o, deterministic=deterministic)[0],
+                    seed=cfg.seed,
+                    render=render,
+                )
+            )
             sources.append("policy")
         parts.append(collect_episodes(env, cfg.episodes, seed=cfg.seed + 1, render=render))
         sources.append("random")
@@ -141,8 +148,9 @@ def fresh_clips(cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: An
     learned = np.where(frags.absorbing(), 0.0, pred).sum(-1)
     name = conf.get("teacher")
     teacher = SyntheticTeacher(name if isinstance(name, str) and name in PRESETS else "oracle")
-    return FreshClips(frags, ep_source[frags.episode], frags.returns(), learned, teacher.returns(frags),
-                      policy_frames)  # fmt: skip
+    return FreshClips(
+        frags, ep_source[frags.episode], frags.returns(), learned, teacher.returns(frags), policy_frames
+    )
 
 
 def disagreements(clips: FreshClips, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -197,8 +205,9 @@ def plot_pair(clips: FreshClips, pair: np.ndarray, p_teacher: float, n_frames: i
     a, b = pair
     fig.suptitle(
         f"true return {clips.true[a]:.1f} vs {clips.true[b]:.1f}; learned {clips.learned[a]:.2f} vs "
-        f"{clips.learned[b]:.2f}; P(teacher's choice) = {p_teacher:.2f}", fontsize=8,
-    )  # fmt: skip
+        f"{clips.learned[b]:.2f}; P(teacher's choice) = {p_teacher:.2f}",
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig
 
@@ -207,8 +216,12 @@ def label_counts(labels: np.ndarray) -> dict[str, int]:
     """How many labels prefer the first clip, the second, call them equal, or are soft/skipped."""
     labels = np.asarray(labels, np.float64)
     first, second, tie = labels == 1.0, labels == 0.0, labels == 0.5
-    return {"first preferred": int(first.sum()), "second preferred": int(second.sum()),
-            "equally good": int(tie.sum()), "other": int((~(first | second | tie)).sum())}  # fmt: skip
+    return {
+        "first preferred": int(first.sum()),
+        "second preferred": int(second.sum()),
+        "equally good": int(tie.sum()),
+        "other": int((~(first | second | tie)).sum()),
+    }
 
 
 def load_policy(run: Path, conf: dict[str, Any]) -> Any:
@@ -251,8 +264,9 @@ def write_run_page(cfg: PageConfig) -> Path:
         ValueError: an option is out of range.
     """
     if cfg.pairs < 0 or cfg.episodes < 1 or cfg.clips < 2:
-        raise ValueError(f"need --pairs >= 0, --episodes >= 1, --clips >= 2; got {cfg.pairs}, "
-                         f"{cfg.episodes}, {cfg.clips}")  # fmt: skip
+        raise ValueError(
+            f"need --pairs >= 0, --episodes >= 1, --clips >= 2; got {cfg.pairs}, {cfg.episodes}, {cfg.clips}"
+        )
     run = Path(cfg.run)
     conf = read_json(run / "config.json", "run config (is this a prefrl run directory?)")
     out = Path(cfg.out) if cfg.out is not None else run / PAGE_DIR
@@ -272,16 +286,20 @@ def write_run_page(cfg: PageConfig) -> Path:
 
     if (run / "metrics.csv").exists():
         png = plot_training_curves(run / "metrics.csv", out / "training.png")
-        body.append("<section id='training'><h2>Training curves</h2>"
-                    f"<img alt='training curves' src='{png_uri(png)}'></section>")  # fmt: skip
+        body.append(
+            "<section id='training'><h2>Training curves</h2>"
+            f"<img alt='training curves' src='{png_uri(png)}'></section>"
+        )
 
     if (run / "preferences.npz").exists():
         labels = PreferenceDataset.load(run / "preferences.npz").labels
         counts = label_counts(labels)
         ties = counts["equally good"] / max(1, len(labels))
-        body.append("<section id='labels'><h2>Labels</h2>"
-                    + _table({"labels used": len(labels), **counts, "tie share": f"{ties:.0%}"})
-                    + "</section>")  # fmt: skip
+        body.append(
+            "<section id='labels'><h2>Labels</h2>"
+            + _table({"labels used": len(labels), **counts, "tie share": f"{ties:.0%}"})
+            + "</section>"
+        )
 
     if (run / "reward.safetensors").exists():
         net = load_reward_net(run / "reward.safetensors").eval()
@@ -294,12 +312,14 @@ def write_run_page(cfg: PageConfig) -> Path:
             "episodes of the final policy and of a random one. On pairs of them the learned reward "
             f"agrees with the teacher's preference {acc:.0%} of the time.</p>"
             f"<img alt='learned vs true return' src='{data_uri(plot_fresh_returns(clips))}'></section>"
-        )  # fmt: skip
+        )
         if cfg.video and clips.policy_frames is not None:
             encode_video(np.asarray(clips.policy_frames), out / "policy.webm", fps=30)
-            body.append("<section id='video'><h2>The final policy</h2>"
-                        "<video src='policy.webm' controls loop muted autoplay playsinline></video>"
-                        "</section>")  # fmt: skip
+            body.append(
+                "<section id='video'><h2>The final policy</h2>"
+                "<video src='policy.webm' controls loop muted autoplay playsinline></video>"
+                "</section>"
+            )
         if len(pairs):
             figs = "".join(
                 f"<div class='pair'><img alt='pair {k}' src='{data_uri(plot_pair(clips, p, pr))}'></div>"
@@ -309,8 +329,9 @@ def write_run_page(cfg: PageConfig) -> Path:
                 "<section id='pairs'><h2>Where the learned reward and the teacher disagree most</h2>"
                 "<p>Fresh clip pairs ordered by the reward model's probability (Bradley-Terry on learned "
                 "returns) of the clip the teacher prefers, lowest first. Top row: the teacher's choice.</p>"
-                + figs + "</section>"
-            )  # fmt: skip
+                + figs
+                + "</section>"
+            )
     page = out / "index.html"
     page.write_text(
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"

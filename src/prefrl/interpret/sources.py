@@ -46,9 +46,13 @@ def batch_from_fragments(frags: Fragments) -> TrajectoryBatch:
     )
     ends = fa.dones[:, -1]
     return TrajectoryBatch(
-        table, pad(fa.acts), None if fa.rews is None else pad(fa.rews.astype(np.float32)),
-        np.full(n, length), ends, ~ends,
-    )  # fmt: skip
+        table,
+        pad(fa.acts),
+        None if fa.rews is None else pad(fa.rews.astype(np.float32)),
+        np.full(n, length),
+        ends,
+        ~ends,
+    )
 
 
 def env_id_from_config(config: dict[str, Any]) -> str | None:

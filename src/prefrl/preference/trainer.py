@@ -197,9 +197,11 @@ class RewardTrainer:
         keep = ~fa.absorbing  # [n, L]: absorbing steps are not states the network sees
         dev = self.net.device
         self.net.update_stats(
-            to_tensor(obs_map(lambda a: a[keep], fa.obs), dev), to_tensor(fa.acts[keep], dev),
-            to_tensor(obs_map(lambda a: a[keep], fa.next_obs), dev), to_tensor(fa.dones[keep], dev),
-        )  # fmt: skip
+            to_tensor(obs_map(lambda a: a[keep], fa.obs), dev),
+            to_tensor(fa.acts[keep], dev),
+            to_tensor(obs_map(lambda a: a[keep], fa.next_obs), dev),
+            to_tensor(fa.dones[keep], dev),
+        )
         self.stats_seen = int(ds.next_id)
 
     @torch.no_grad()
@@ -408,10 +410,18 @@ class RewardTrainer:
         """(labels with confident contradictions flipped ``[N]``, weights 0 for those left out
         ``[N]``, counts): by the ensemble-mean probability it gives each training label."""
         c = self.config
-        p = torch.cat([
-            torch.sigmoid(preference_logits(self.net.score(gather(feats, pairs[chunk])), c.discount).mean(0))
-            for chunk in train_idx.split(max(1, c.batch_size * 8))
-        ]) if len(train_idx) else torch.zeros(0, device=labels.device)  # fmt: skip
+        p = (
+            torch.cat(
+                [
+                    torch.sigmoid(
+                        preference_logits(self.net.score(gather(feats, pairs[chunk])), c.discount).mean(0)
+                    )
+                    for chunk in train_idx.split(max(1, c.batch_size * 8))
+                ]
+            )
+            if len(train_idx)
+            else torch.zeros(0, device=labels.device)
+        )
         y = labels[train_idx]
         strict = (y - 0.5).abs() > 0.25  # a preference, not a tie
         p_label = torch.where(y > 0.5, p, 1 - p)  # [n] the probability the model gives the label

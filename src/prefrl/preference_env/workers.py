@@ -124,10 +124,16 @@ def segments_to_fragments(segs: list[Segment]) -> Fragments:
 def fragments_to_message(f: Fragments) -> dict[str, Any]:
     """Plain arrays of ``f`` (without rendered frames) for a queue."""
     return {
-        "table_obs": f.table_obs, "table_acts": f.table_acts, "table_rews": f.table_rews,
-        "table_dones": f.table_dones, "rows": f.rows, "length": f.length,
-        "episode": f.episode, "start": f.start, "real": f.real,
-    }  # fmt: skip
+        "table_obs": f.table_obs,
+        "table_acts": f.table_acts,
+        "table_rews": f.table_rews,
+        "table_dones": f.table_dones,
+        "rows": f.rows,
+        "length": f.length,
+        "episode": f.episode,
+        "start": f.start,
+        "real": f.real,
+    }
 
 
 def merge_messages(

@@ -186,9 +186,14 @@ class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
         obs, rew, terminated, truncated, info = self.env.step(action)
         x, frames = self._inputs(obs)
         out, learned = self._core.step(
-            np.asarray(action)[None], x, np.array([rew], np.float64),
-            np.array([terminated]), np.array([truncated]), frames, None,
-        )  # fmt: skip
+            np.asarray(action)[None],
+            x,
+            np.array([rew], np.float64),
+            np.array([terminated]),
+            np.array([truncated]),
+            frames,
+            None,
+        )
         info = dict(info)
         info["true_reward"] = float(rew)
         info["reward_source"] = "learned" if learned else "true"

@@ -127,15 +127,35 @@ class RewardNetConfig:
                     "--reward.kind mlp"
                 )
             features = "flat" if self.cnn_features == "auto" else self.cnn_features  # unresolved: as before
-            arch = cnn_architecture(obs_space, self.cnn_channels, self.cnn_kernels, self.cnn_strides,
-                                    self.cnn_hidden, features=features)  # fmt: skip
+            arch = cnn_architecture(
+                obs_space,
+                self.cnn_channels,
+                self.cnn_kernels,
+                self.cnn_strides,
+                self.cnn_hidden,
+                features=features,
+            )
             return CNNReward(
-                obs_space, act_space, ensemble_size=self.ensemble_size, use_act=self.use_act,
-                use_done=self.use_done, use_next_obs=use_next_obs, output=self._output(), features=features,
-                action_heads=heads, **arch,
-            )  # fmt: skip
+                obs_space,
+                act_space,
+                ensemble_size=self.ensemble_size,
+                use_act=self.use_act,
+                use_done=self.use_done,
+                use_next_obs=use_next_obs,
+                output=self._output(),
+                features=features,
+                action_heads=heads,
+                **arch,
+            )
         return MLPReward(
-            obs_space, act_space, hidden=tuple(self.hidden), ensemble_size=self.ensemble_size,
-            use_obs=self.use_obs, use_act=self.use_act, use_next_obs=use_next_obs,
-            use_done=self.use_done, output=self._output(), action_heads=heads,
-        )  # fmt: skip
+            obs_space,
+            act_space,
+            hidden=tuple(self.hidden),
+            ensemble_size=self.ensemble_size,
+            use_obs=self.use_obs,
+            use_act=self.use_act,
+            use_next_obs=use_next_obs,
+            use_done=self.use_done,
+            output=self._output(),
+            action_heads=heads,
+        )

@@ -19,9 +19,11 @@ def encode_fragments(net: RewardNet, fragments: Fragments, idx: np.ndarray | Non
     fa = fragments.arrays(idx)
     dev = net.device
     feats = net.encode(
-        to_tensor(fa.obs, dev), to_tensor(fa.acts, dev), to_tensor(fa.next_obs, dev),
+        to_tensor(fa.obs, dev),
+        to_tensor(fa.acts, dev),
+        to_tensor(fa.next_obs, dev),
         to_tensor(fa.dones, dev),
-    )  # fmt: skip
+    )
     if fa.absorbing.any():
         feats["absorbing"] = torch.as_tensor(fa.absorbing, device=dev)
     return feats

@@ -216,8 +216,11 @@ def _mlp(net: MLPReward) -> FastReward | None:
     act = _ACTS[name]
     parts: list[tuple[int, int, Callable[[Array, Array], None]]] = []  # (input index, width, writer)
     use_obs, use_act, use_next, use_done = net.use
-    for i, used, space in ((0, use_obs, net.observation_space), (1, use_act, net.action_space),
-                           (2, use_next, net.observation_space)):  # fmt: skip
+    for i, used, space in (
+        (0, use_obs, net.observation_space),
+        (1, use_act, net.action_space),
+        (2, use_next, net.observation_space),
+    ):
         if used:
             got = _vec_writer(space)
             if got is None:

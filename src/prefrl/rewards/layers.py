@@ -28,8 +28,10 @@ class EnsembleLinear(nn.Module):
     def __init__(self, ensemble_size: int, in_features: int, out_features: int) -> None:
         super().__init__()
         self.ensemble_size, self.in_features, self.out_features = (
-            ensemble_size, in_features, out_features,
-        )  # fmt: skip
+            ensemble_size,
+            in_features,
+            out_features,
+        )
         self.weight = nn.Parameter(torch.empty(ensemble_size, in_features, out_features))
         self.bias = nn.Parameter(torch.empty(ensemble_size, out_features))
         bound = 1.0 / math.sqrt(max(in_features, 1))

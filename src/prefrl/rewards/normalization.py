@@ -58,9 +58,13 @@ class RunningNorm(nn.Module):
         if not torch.isfinite(x).all():
             raise ValueError("cannot update normalisation statistics with NaN or inf inputs")
         mean, var, count = merge_moments(
-            self.mean.double(), self.var.double(), self.count,
-            x.double().mean(0), x.double().var(0, unbiased=False), float(x.shape[0]),
-        )  # fmt: skip
+            self.mean.double(),
+            self.var.double(),
+            self.count,
+            x.double().mean(0),
+            x.double().var(0, unbiased=False),
+            float(x.shape[0]),
+        )
         self.mean.copy_(mean)
         self.var.copy_(var)
         self.count.copy_(count)

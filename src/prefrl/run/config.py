@@ -119,8 +119,11 @@ def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     if cls is LoopConfig and "allow_variable_horizon" in data:  # retired: episode ends are handled
         data = {k: v for k, v in data.items() if k != "allow_variable_horizon"}
-        print(f"{where}: ignoring retired option allow_variable_horizon (terminating episodes "
-              "are handled by absorbing states)", file=sys.stderr)  # fmt: skip
+        print(
+            f"{where}: ignoring retired option allow_variable_horizon (terminating episodes "
+            "are handled by absorbing states)",
+            file=sys.stderr,
+        )
     for old, new in RENAMED.get(cls.__name__, {}).items():  # config files of older versions
         if old in data and new not in data:
             data = {(new if k == old else k): v for k, v in data.items()}

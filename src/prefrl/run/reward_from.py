@@ -76,13 +76,24 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
     rets = evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=env_kwargs)
     rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=env_kwargs)
     report: dict[str, Any] = {
-        "run_dir": str(run), "env": cfg.env.id, "reward_from": str(cfg.reward_from), "agent": cfg.agent.algo,
-        "env_steps": int(agent.num_timesteps), "eval": evaluation_mode(cfg.env.id, env_kwargs),
-        "true_return": float(rets.mean()), "true_return_std": float(rets.std()),
-        "random_return": float(rand.mean()), "reward_accuracy": reward_accuracy(cfg, reward.net, agent),
-        "train_wall_s": train_wall, "wall_s": time.perf_counter() - t0,
-        "files": {"config": str(run / "config.json"), "reward": str(run / "reward.safetensors"),
-                  "tensorboard": str(run / "tb"), "policy": str(run / "policy.zip")},
-    }  # fmt: skip
+        "run_dir": str(run),
+        "env": cfg.env.id,
+        "reward_from": str(cfg.reward_from),
+        "agent": cfg.agent.algo,
+        "env_steps": int(agent.num_timesteps),
+        "eval": evaluation_mode(cfg.env.id, env_kwargs),
+        "true_return": float(rets.mean()),
+        "true_return_std": float(rets.std()),
+        "random_return": float(rand.mean()),
+        "reward_accuracy": reward_accuracy(cfg, reward.net, agent),
+        "train_wall_s": train_wall,
+        "wall_s": time.perf_counter() - t0,
+        "files": {
+            "config": str(run / "config.json"),
+            "reward": str(run / "reward.safetensors"),
+            "tensorboard": str(run / "tb"),
+            "policy": str(run / "policy.zip"),
+        },
+    }
     write_json(run / "report.json", report)
     return report

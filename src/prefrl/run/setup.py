@@ -107,8 +107,9 @@ def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int =
 
         parts = [collect_episodes(env, n_steps=2000, seed=cfg.seed + 99)]
         if agent is not None:
-            parts.append(collect_episodes(env, n_steps=2000, seed=cfg.seed + 98,
-                                          policy=lambda o: agent.predict(o)[0]))  # fmt: skip
+            parts.append(
+                collect_episodes(env, n_steps=2000, seed=cfg.seed + 98, policy=lambda o: agent.predict(o)[0])
+            )
         batch = TrajectoryBatch.concat(parts)
         rng = np.random.default_rng(cfg.seed + 5)
         return true_pair_accuracy(net, batch, n_pairs, cfg.loop.fragment_length, rng)

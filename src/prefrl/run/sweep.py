@@ -100,8 +100,18 @@ class Cell:
 
 
 # ------------------------------------------------------------------------ the grid
-SET_BY_SWEEP = ("seed", "teacher", "run_dir", "resume", "force", "config", "print_config", "env.id",
-                "loop.total_labels", "loop.total_steps")  # fmt: skip
+SET_BY_SWEEP = (
+    "seed",
+    "teacher",
+    "run_dir",
+    "resume",
+    "force",
+    "config",
+    "print_config",
+    "env.id",
+    "loop.total_labels",
+    "loop.total_steps",
+)
 """Options each cell gets from the grid (--env, --labels, --seeds, --teacher, --steps)."""
 
 
@@ -169,8 +179,14 @@ def initial_steps(steps: int) -> int:
     return min(1000, steps // 10)
 
 
-def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result_path: str,
-             eval_episodes: int, threads: int) -> dict[str, Any]:  # fmt: skip
+def run_cell(
+    cell: dict[str, Any],
+    options: dict[str, Any],
+    run_dir: str,
+    result_path: str,
+    eval_episodes: int,
+    threads: int,
+) -> dict[str, Any]:
     """Run one cell (in a Ray worker) in ``run_dir``; returns its result, also written to
     ``result_path``.
 
@@ -194,28 +210,49 @@ def run_cell(cell: dict[str, Any], options: dict[str, Any], run_dir: str, result
         if (run / "config.json").exists():
             cfg = parse_args(["--resume", str(run), "--no-progress", "--threads", str(threads)])
         else:
-            cfg = TrainConfig(seed=c.seed, teacher=c.teacher, run_dir=str(run), force=True, progress=False,
-                              eval_episodes=eval_episodes, threads=threads)  # fmt: skip
+            cfg = TrainConfig(
+                seed=c.seed,
+                teacher=c.teacher,
+                run_dir=str(run),
+                force=True,
+                progress=False,
+                eval_episodes=eval_episodes,
+                threads=threads,
+            )
             cfg.env.id, cfg.agent.algo = c.env, c.agent
             cfg.loop.total_steps, cfg.loop.total_labels = c.steps, c.labels
             cfg.loop.initial_steps = initial_steps(c.steps)
             apply_options(cfg, options)
             cfg.agent.algo = c.agent
         rep = train(cfg)
-        res = {"return": rep["true_return"], "eval": rep.get("eval"),
-               "train_wall_s": rep["train_wall_s"], "cpu_s": rep["train_cpu_s"],
-               "labels_used": rep["labels_used"], "reward_accuracy": rep.get("reward_accuracy"),
-               **resolved_reward(run)}  # fmt: skip
+        res = {
+            "return": rep["true_return"],
+            "eval": rep.get("eval"),
+            "train_wall_s": rep["train_wall_s"],
+            "cpu_s": rep["train_cpu_s"],
+            "labels_used": rep["labels_used"],
+            "reward_accuracy": rep.get("reward_accuracy"),
+            **resolved_reward(run),
+        }
     else:
         agent_cfg, env_kwargs = AgentConfig(algo=c.agent), reference_env_kwargs(options)
         ret, wall, cpu = train_on_true_reward(
             agent_cfg, c.env, c.steps, c.seed, run, eval_episodes, initial_steps(c.steps), env_kwargs
         )
-        res = {"return": ret, "eval": evaluation_mode(c.env, env_kwargs), "train_wall_s": wall, "cpu_s": cpu,
-               "env_kwargs": env_kwargs}  # fmt: skip
+        res = {
+            "return": ret,
+            "eval": evaluation_mode(c.env, env_kwargs),
+            "train_wall_s": wall,
+            "cpu_s": cpu,
+            "env_kwargs": env_kwargs,
+        }
     ctx = ray.get_runtime_context()
-    res.update(cell=dataclasses.asdict(c), wall_s=time.perf_counter() - t0, node_id=ctx.get_node_id(),
-               ray_address=ctx.gcs_address)  # fmt: skip
+    res.update(
+        cell=dataclasses.asdict(c),
+        wall_s=time.perf_counter() - t0,
+        node_id=ctx.get_node_id(),
+        ray_address=ctx.gcs_address,
+    )
     write_json(result, res)
     return res
 
@@ -360,8 +397,13 @@ OnResult = Callable[[Cell, dict[str, Any], Path | None], None]
 """Called in the driver for each cell finished now: (cell, its result, the file it was reused from)."""
 
 
-def run_cells(sc: SweepConfig, cells: list[Cell], options: dict[str, Any], files: Callable[[Cell], CellFiles],
-              on_result: OnResult | None = None) -> CellsRun:  # fmt: skip
+def run_cells(
+    sc: SweepConfig,
+    cells: list[Cell],
+    options: dict[str, Any],
+    files: Callable[[Cell], CellFiles],
+    on_result: OnResult | None = None,
+) -> CellsRun:
     """Run the unfinished ``cells`` as Ray tasks (one per ``sc.cpus_per_cell`` CPUs) where
     ``files`` says, on the Ray of ``sc.address`` or a new local one.
 
@@ -392,10 +434,16 @@ def run_cells(sc: SweepConfig, cells: list[Cell], options: dict[str, Any], files
             task = ray.remote(num_cpus=sc.cpus_per_cell, num_gpus=sc.gpus_per_cell, max_retries=0)(run_cell)
             threads = max(1, int(sc.cpus_per_cell))
             pending = {
-                task.remote(dataclasses.asdict(c), options, str(where[c].run_dir), str(where[c].result),
-                            sc.eval_episodes, threads): c
+                task.remote(
+                    dataclasses.asdict(c),
+                    options,
+                    str(where[c].run_dir),
+                    str(where[c].result),
+                    sc.eval_episodes,
+                    threads,
+                ): c
                 for c in todo
-            }  # fmt: skip
+            }
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
                 for ref in ready:
@@ -408,17 +456,21 @@ def run_cells(sc: SweepConfig, cells: list[Cell], options: dict[str, Any], files
                         outcome.failed[c.name] = msg
                         f.error.parent.mkdir(parents=True, exist_ok=True)
                         f.error.write_text(str(e))
-                        print(f"\nprefrl sweep: cell {c.name} failed: {msg.splitlines()[-1][:300]}",
-                              file=sys.stderr)  # fmt: skip
+                        print(
+                            f"\nprefrl sweep: cell {c.name} failed: {msg.splitlines()[-1][:300]}",
+                            file=sys.stderr,
+                        )
                         continue
                     outcome.ran += 1
                     f.error.unlink(missing_ok=True)  # an error of an earlier attempt
                     if on_result is not None:
                         on_result(c, res, None)
                 if sc.progress:
-                    line = (f"cells: {done_before + outcome.ran}/{len(cells)} done ({done_before} before), "
-                            f"{len(pending)} running or queued, {len(outcome.failed)} failed, "
-                            f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
+                    line = (
+                        f"cells: {done_before + outcome.ran}/{len(cells)} done ({done_before} before), "
+                        f"{len(pending)} running or queued, {len(outcome.failed)} failed, "
+                        f"{time.perf_counter() - t0:.0f} s"
+                    )
                     print(f"\r{line}", end="", file=sys.stderr, flush=True)
             if sc.progress:
                 print(file=sys.stderr)
@@ -458,5 +510,11 @@ def run_sweep(sc: SweepConfig) -> dict[str, Any]:
     from prefrl.run.sweep_report import write_reports
 
     summary = write_reports(out, learned, oracle, sc.eval_episodes)
-    return {"cells": ran.cells, "skipped": ran.skipped + ran.reused, "ran": ran.ran, "failed": ran.failed,
-            "wall_s": ran.wall_s, **summary}  # fmt: skip
+    return {
+        "cells": ran.cells,
+        "skipped": ran.skipped + ran.reused,
+        "ran": ran.ran,
+        "failed": ran.failed,
+        "wall_s": ran.wall_s,
+        **summary,
+    }

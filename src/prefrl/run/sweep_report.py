@@ -59,12 +59,23 @@ def collect(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: 
         refs = ref.get((c.env, c.agent, c.steps))
         oracle_ret = float(np.mean(refs)) if refs else None
         score = None if oracle_ret is None else normalized_score(float(r["return"]), oracle_ret, rand)
-        rows.append({
-            "env": c.env, "agent": c.agent, "teacher": c.teacher, "labels": c.labels, "steps": c.steps,
-            "seed": c.seed, "return": float(r["return"]), "true_reward_return": oracle_ret,
-            "random_return": rand, "score": score, "wall_s": float(r["wall_s"]),
-            "labels_used": r.get("labels_used"), "node_id": r.get("node_id"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "env": c.env,
+                "agent": c.agent,
+                "teacher": c.teacher,
+                "labels": c.labels,
+                "steps": c.steps,
+                "seed": c.seed,
+                "return": float(r["return"]),
+                "true_reward_return": oracle_ret,
+                "random_return": rand,
+                "score": score,
+                "wall_s": float(r["wall_s"]),
+                "labels_used": r.get("labels_used"),
+                "node_id": r.get("node_id"),
+            }
+        )
     return rows
 
 
@@ -136,8 +147,11 @@ def plot_wall(out: Path, cells: Sequence[Any], path: Path) -> None:
             times.append((float(json.loads(p.read_text())["wall_s"]), c.name, c.kind))
     times.sort(reverse=True)
     fig, ax = plt.subplots(figsize=(8.0, 0.25 * len(times) + 1.2))
-    ax.barh([t[1] for t in times], [t[0] for t in times],
-            color=["C1" if t[2] == "oracle" else "C0" for t in times])  # fmt: skip
+    ax.barh(
+        [t[1] for t in times],
+        [t[0] for t in times],
+        color=["C1" if t[2] == "oracle" else "C0" for t in times],
+    )
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=6)
     ax.set_xlabel("wall time per cell (s); orange: runs on the true reward")

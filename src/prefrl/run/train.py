@@ -127,16 +127,32 @@ def build_run(cfg: TrainConfig) -> Run:
     if cfg.teacher not in ("terminal", "web"):  # the true reward is the teacher's: watch it
         callbacks.append(CorrelationWatch())
     if cfg.eval_interval > 0 and not offline:
-        callbacks.append(PeriodicEvaluation(
-            lambda agent, seed: float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, seed=seed,
-                                                       env_kwargs=env_kwargs).mean()),
-            cfg.eval_interval, run / "evaluations.csv"))  # fmt: skip
+        callbacks.append(
+            PeriodicEvaluation(
+                lambda agent, seed: float(
+                    evaluate_returns(
+                        cfg.env.id, agent, cfg.eval_episodes, seed=seed, env_kwargs=env_kwargs
+                    ).mean()
+                ),
+                cfg.eval_interval,
+                run / "evaluations.csv",
+            )
+        )
     loop_cfg = dataclasses.replace(cfg.loop, seed=cfg.seed)
     side_env = make_env(cfg.env.id, env_kwargs, render=human)
     if offline:
         trajs = TrajectoryBatch.load(cfg.trajectory_path)  # type: ignore[arg-type]
-        loop = PreferenceLoop(loop_cfg, net, trainer, teacher, trajectories=trajs, run_dir=run, logger=logger,
-                              callbacks=callbacks, config_hash=_hash(cfg))  # fmt: skip
+        loop = PreferenceLoop(
+            loop_cfg,
+            net,
+            trainer,
+            teacher,
+            trajectories=trajs,
+            run_dir=run,
+            logger=logger,
+            callbacks=callbacks,
+            config_hash=_hash(cfg),
+        )
         return Run(loop, run, logger, env_kwargs)
     recorder = TrajectoryRecorder(
         make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human
@@ -148,9 +164,20 @@ def build_run(cfg: TrainConfig) -> Run:
     else:
         agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
     log_agent(agent, run)
-    loop = PreferenceLoop(loop_cfg, net, trainer, teacher, agent=agent, recorder=recorder, reward=reward,
-                          side_env=side_env, run_dir=run, logger=logger, callbacks=callbacks,
-                          config_hash=_hash(cfg))  # fmt: skip
+    loop = PreferenceLoop(
+        loop_cfg,
+        net,
+        trainer,
+        teacher,
+        agent=agent,
+        recorder=recorder,
+        reward=reward,
+        side_env=side_env,
+        run_dir=run,
+        logger=logger,
+        callbacks=callbacks,
+        config_hash=_hash(cfg),
+    )
     return Run(loop, run, logger, env_kwargs)
 
 
@@ -172,8 +199,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         if not loop.load_checkpoint(
             lambda p: load_agent(algo, p, venv, cfg.agent.device, cfg.agent.backend, cfg.agent)
         ):
-            print(f"{r.run_dir}: no checkpoint yet: starting over with the {len(loop.dataset)} labels "
-                  "given so far (none is asked again)", file=sys.stderr)  # fmt: skip
+            print(
+                f"{r.run_dir}: no checkpoint yet: starting over with the {len(loop.dataset)} labels "
+                "given so far (none is asked again)",
+                file=sys.stderr,
+            )
         else:
             r.logger.truncate(loop.env_steps)
             log_agent(loop.agent, r.run_dir)  # the agent was rebuilt from the checkpoint
@@ -198,9 +228,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         rets = evaluate_returns(cfg.env.id, loop.agent, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         mode = evaluation_mode(cfg.env.id, r.env_kwargs)
-        report.update(agent=cfg.agent.algo, env_steps=loop.env_steps, eval=mode,
-                      true_return=float(rets.mean()), true_return_std=float(rets.std()),
-                      random_return=float(rand.mean()))  # fmt: skip
+        report.update(
+            agent=cfg.agent.algo,
+            env_steps=loop.env_steps,
+            eval=mode,
+            true_return=float(rets.mean()),
+            true_return_std=float(rets.std()),
+            random_return=float(rand.mean()),
+        )
     if loop.state.evaluations:  # --eval-interval: the papers' mean of the last 10 evaluations
         report["evaluations"] = [list(e) for e in loop.state.evaluations]
         report["eval_last10_mean"] = last_mean(loop.state.evaluations)
@@ -214,11 +249,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     report["wall_s"] = loop.state.wall_s + setup_s + (time.perf_counter() - t_after)
     report["resumed"] = cfg.resume is not None
     report["files"] = {
-        "config": str(r.run_dir / "config.json"), "reward": str(r.run_dir / "reward.safetensors"),
-        "preferences": str(r.run_dir / "preferences.npz"), "metrics": str(r.run_dir / "metrics.csv"),
-        "tensorboard": str(r.run_dir / "tb"), "policy": str(r.run_dir / "policy.zip"),
+        "config": str(r.run_dir / "config.json"),
+        "reward": str(r.run_dir / "reward.safetensors"),
+        "preferences": str(r.run_dir / "preferences.npz"),
+        "metrics": str(r.run_dir / "metrics.csv"),
+        "tensorboard": str(r.run_dir / "tb"),
+        "policy": str(r.run_dir / "policy.zip"),
         "checkpoints": str(r.run_dir / "checkpoints"),
-    }  # fmt: skip
+    }
     if loop.agent is None:
         del report["files"]["policy"]
     write_json(r.run_dir / "report.json", report)

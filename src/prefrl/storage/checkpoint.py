@@ -207,8 +207,10 @@ def load_learner(path: Path, net: RewardNet) -> dict[str, Any]:
         raise ValueError(f"corrupt checkpoint {path}: {e}") from e
     net.load_state_dict(saved.state_dict())
     if (path / "trainer.pt").exists() and not (path / "trainer.safetensors").exists():
-        raise ValueError(f"{path}: written by an older prefrl (trainer.pt, a pickle-based file this "
-                         "version does not load); start a new run directory")  # fmt: skip
+        raise ValueError(
+            f"{path}: written by an older prefrl (trainer.pt, a pickle-based file this "
+            "version does not load); start a new run directory"
+        )
     blob = load_tensor_state(path / "trainer.safetensors")
     torch.set_rng_state(blob["torch_rng"])
     return blob["trainer"]

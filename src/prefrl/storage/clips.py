@@ -77,10 +77,17 @@ def encode_video(frames: np.ndarray, path: Path, fps: float = 15.0) -> int:
     h, w = frames.shape[1:3]
     tmp = path.with_name(path.stem + ".part" + path.suffix)
     writer = imageio_ffmpeg.write_frames(
-        str(tmp), (w, h), fps=fps, codec="libvpx", pix_fmt_out="yuv420p", quality=None,
-        bitrate="600k", macro_block_size=2, output_params=["-deadline", "realtime", "-cpu-used", "8"],
+        str(tmp),
+        (w, h),
+        fps=fps,
+        codec="libvpx",
+        pix_fmt_out="yuv420p",
+        quality=None,
+        bitrate="600k",
+        macro_block_size=2,
+        output_params=["-deadline", "realtime", "-cpu-used", "8"],
         ffmpeg_log_level="error",
-    )  # fmt: skip
+    )
     writer.send(None)
     for f in frames:
         writer.send(f)
@@ -149,9 +156,14 @@ def load_fragments(paths: list[Path]) -> Fragments:
     assert length is not None
     has_rews = all(r is not None for r in rews)
     return Fragments(
-        obs_concat(obs), np.concatenate(acts),
+        obs_concat(obs),
+        np.concatenate(acts),
         np.concatenate(rews) if has_rews else None,  # type: ignore[arg-type]
-        np.concatenate(dones), np.arange(len(paths), dtype=np.int64) * (length + 1), length,
-        np.asarray(episode, dtype=np.int64), np.asarray(start, dtype=np.int64), None,
+        np.concatenate(dones),
+        np.arange(len(paths), dtype=np.int64) * (length + 1),
+        length,
+        np.asarray(episode, dtype=np.int64),
+        np.asarray(start, dtype=np.int64),
+        None,
         None if all(r == length for r in real) else np.asarray(real, dtype=np.int64),
-    )  # fmt: skip
+    )

@@ -59,10 +59,15 @@ def finish_run(store: QueryStore, run_id: int, keep_partial: bool = True) -> dic
     now = time.time()
     open_ = [q.run_id == run_id, q.status == "open"]
     with store.write() as c:
-        part = 0 if not keep_partial else c.execute(
-            sa.update(S.queries).where(*open_, q.n_labels > 0)
-            .values(status="answered", answered=now, lease_user=None, lease_until=None)
-        ).rowcount  # fmt: skip
+        part = (
+            0
+            if not keep_partial
+            else c.execute(
+                sa.update(S.queries)
+                .where(*open_, q.n_labels > 0)
+                .values(status="answered", answered=now, lease_user=None, lease_until=None)
+            ).rowcount
+        )
         gone = c.execute(
             sa.update(S.queries).where(*open_).values(status="expired", lease_user=None, lease_until=None)
         ).rowcount
@@ -86,9 +91,10 @@ def run_counts(store: QueryStore, run_id: int) -> dict[str, Any]:
             .group_by(q.status, q.consumed)
         ).all()
         answers = c.execute(
-            sa.select(sa.func.count()).select_from(S.labels.join(S.queries, q.id == lab.query_id))
+            sa.select(sa.func.count())
+            .select_from(S.labels.join(S.queries, q.id == lab.query_id))
             .where(q.run_id == run_id)
-        ).scalar()  # fmt: skip
+        ).scalar()
     out = dict(asked=0, answered=0, used=0, expired=0, open=0, answers=int(answers or 0), answers_used=0)
     for status, consumed, n, n_labels in rows:
         out["asked"] += int(n)

@@ -22,11 +22,19 @@ def label_rows(store: QueryStore, run_id: int | None = None) -> list[dict[str, A
     lc, rc = S.clips.alias("lc"), S.clips.alias("rc")
     stmt = (
         sa.select(
-            S.labels.c.id.label("label_id"), sa.func.coalesce(S.runs.c.title, S.runs.c.name).label("run"),
-            S.runs.c.name.label("run_id"), S.labels.c.query_id, S.queries.c.consumed.label("used"),
-            S.users.c.name.label("labeller"), S.labels.c.answer, S.labels.c.response_ms, S.labels.c.created,
-            lc.c.episode.label("left_episode"), lc.c.start.label("left_start"),
-            rc.c.episode.label("right_episode"), rc.c.start.label("right_start"),
+            S.labels.c.id.label("label_id"),
+            sa.func.coalesce(S.runs.c.title, S.runs.c.name).label("run"),
+            S.runs.c.name.label("run_id"),
+            S.labels.c.query_id,
+            S.queries.c.consumed.label("used"),
+            S.users.c.name.label("labeller"),
+            S.labels.c.answer,
+            S.labels.c.response_ms,
+            S.labels.c.created,
+            lc.c.episode.label("left_episode"),
+            lc.c.start.label("left_start"),
+            rc.c.episode.label("right_episode"),
+            rc.c.start.label("right_start"),
         )
         .select_from(
             S.labels.join(S.queries, S.queries.c.id == S.labels.c.query_id)
@@ -36,7 +44,7 @@ def label_rows(store: QueryStore, run_id: int | None = None) -> list[dict[str, A
             .join(rc, rc.c.id == S.queries.c.right_clip)
         )
         .order_by(S.labels.c.id)
-    )  # fmt: skip
+    )
     if run_id is not None:
         stmt = stmt.where(S.queries.c.run_id == run_id)
     with store.read() as c:
@@ -93,11 +101,14 @@ def label_stats(store: QueryStore, run_id: int | None = None, hours: int = 24) -
         ua = user_agree.get(name)
         labellers.append(
             {
-                "labeller": name, "labels": u["labels"], "answers": u["answers"],
+                "labeller": name,
+                "labels": u["labels"],
+                "answers": u["answers"],
                 "median_response_ms": ms[len(ms) // 2] if ms else None,
-                "agreement": None if not ua else ua[0] / ua[1], "shared_pairs": 0 if not ua else ua[1],
+                "agreement": None if not ua else ua[0] / ua[1],
+                "shared_pairs": 0 if not ua else ua[1],
             }
-        )  # fmt: skip
+        )
     multi = sum(1 for a in by_query.values() if len(a) >= 2)
     return {
         "labels": len(rows),

@@ -24,19 +24,18 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy import event
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import Connection
 
 from prefrl.data.fragments import Fragments
 from prefrl.storage import schema as S
 from prefrl.storage.clips import VIDEO_EXT, clip_frames, encode_video, load_fragments, save_fragment
+from prefrl.storage.database import StoreDatabase
 from prefrl.storage.records import (
     AlreadyLabelled,
     Answered,
@@ -48,15 +47,24 @@ from prefrl.storage.records import (
     User,
     hash_token,
     resolve_store,
-    sqlite_begin,
-    sqlite_connect,
 )
 
-__all__ = ["AlreadyLabelled", "Answered", "QueryClosed", "QueryFilled", "QueryStore", "StoreError",
-           "StoreVersionError", "UnknownQuery", "User", "hash_token", "resolve_store"]  # fmt: skip
+__all__ = [
+    "AlreadyLabelled",
+    "Answered",
+    "QueryClosed",
+    "QueryFilled",
+    "QueryStore",
+    "StoreError",
+    "StoreVersionError",
+    "UnknownQuery",
+    "User",
+    "hash_token",
+    "resolve_store",
+]
 
 
-class QueryStore:
+class QueryStore(StoreDatabase):
     """Runs, clips, queries, labels and labellers (see :mod:`prefrl.storage.schema`).
 
     Args:
@@ -73,78 +81,11 @@ class QueryStore:
     def __init__(
         self, store: str | Path, clip_dir: str | Path | None = None, count_ttl_s: float = 1.0
     ) -> None:
-        self.url, self.clip_dir = resolve_store(store, clip_dir)
-        self.where = make_url(self.url).render_as_string(hide_password=True)
-        self.is_sqlite = make_url(self.url).get_backend_name() == "sqlite"
-        kwargs: dict[str, Any] = {"pool_pre_ping": not self.is_sqlite}
-        if not self.is_sqlite:  # the web app serves requests from up to 40 threads
-            kwargs.update(pool_size=20, max_overflow=20)
-        if self.is_sqlite:
-            kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
-        self.engine = sa.create_engine(self.url, **kwargs)
-        # SQLite has one writer at a time: threads of this process queue here (FIFO hand-over)
-        # rather than in SQLite's busy handler, which sleeps up to 100 ms between retries
-        self._write_lock: AbstractContextManager[Any] = threading.Lock() if self.is_sqlite else nullcontext()
         self.count_ttl_s = count_ttl_s
         self._cache_lock = threading.Lock()
         self._open_counts: dict[int | None, tuple[float, int]] = {}  # run id (None: all) -> (time, count)
         self._tokens: dict[str, tuple[float, User, float | None]] = {}  # hash -> (time, user, expires)
-        if self.is_sqlite:
-            event.listen(self.engine, "connect", sqlite_connect)
-            event.listen(self.engine, "begin", sqlite_begin)
-        try:
-            self._init_schema()
-        except sa.exc.DatabaseError as e:
-            raise StoreError(f"{self.where}: cannot open as a prefrl query store ({e.orig})") from e
-
-    # ------------------------------------------------------------ plumbing
-    @contextmanager
-    def write(self, durable: bool = True) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on exit.
-
-        ``durable=False``: the commit does not wait for its fsync (SQLite ``synchronous=NORMAL``,
-        PostgreSQL ``synchronous_commit=off``); a power cut may undo it, a killed process
-        never does (SQLite), or a crash of the database server may (PostgreSQL).
-        """
-        with self._write_lock, self.engine.connect() as conn:
-            if not durable:
-                conn = conn.execution_options(prefrl_durable=False)
-            with conn.begin():
-                if not durable and conn.dialect.name == "postgresql":
-                    conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
-                yield conn
-
-    @contextmanager
-    def read(self) -> Iterator[Connection]:
-        """A read-only transaction (concurrent with writers under WAL)."""
-        with self.engine.connect().execution_options(prefrl_read=True) as conn, conn.begin():
-            yield conn
-
-    def _init_schema(self) -> None:
-        with self.write() as c:
-            if c.dialect.name == "postgresql":  # a trainer and a server may create a new store at once
-                c.exec_driver_sql("SELECT pg_advisory_xact_lock(7297601)")
-            tables = set(sa.inspect(c).get_table_names())
-            if "meta" not in tables:
-                if tables & {"queries", "labels", "clips"}:
-                    raise StoreError(f"{self.where} has tables {sorted(tables)} but is not a prefrl store")
-                S.metadata.create_all(c)
-                c.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
-                return
-            v = c.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar()
-            if v is not None and v.isdigit() and 1 <= int(v) < S.SCHEMA_VERSION:
-                S.migrate(c, int(v))
-                return
-        if v != str(S.SCHEMA_VERSION):
-            raise StoreVersionError(
-                f"{self.where} was made with query-store schema version {v}, but this prefrl reads "
-                f"version {S.SCHEMA_VERSION}. Open it with the prefrl version that made it (and "
-                "`prefrl label export` its labels), or start a new store."
-            )
-
-    def close(self) -> None:
-        """Release database connections."""
-        self.engine.dispose()
+        super().__init__(store, clip_dir)
 
     # ------------------------------------------------------------------ runs
     def ensure_run(self, name: str, instruction: str | None = None, title: str | None = None) -> int:
@@ -174,10 +115,18 @@ class QueryStore:
             size = encode_video(frames[k], self.clip_dir / (name + VIDEO_EXT), fps=fps)
             size += save_fragment(fragments, i, self.clip_dir / (name + ".npz"))
             rows.append(
-                dict(run_id=run_id, name=name, video=name + VIDEO_EXT, arrays=name + ".npz", bytes=size,
-                     episode=int(fragments.episode[i]), start=int(fragments.start[i]),
-                     length=fragments.length, created=time.time())
-            )  # fmt: skip
+                dict(
+                    run_id=run_id,
+                    name=name,
+                    video=name + VIDEO_EXT,
+                    arrays=name + ".npz",
+                    bytes=size,
+                    episode=int(fragments.episode[i]),
+                    start=int(fragments.start[i]),
+                    length=fragments.length,
+                    created=time.time(),
+                )
+            )
         ids = []
         with self.write() as c:
             for r in rows:  # one by one: inserted ids are portable across backends
@@ -278,11 +227,12 @@ class QueryStore:
             c.execute(
                 sa.update(S.queries)
                 .where(
-                    S.queries.c.status == "open", S.queries.c.n_labels == 0,
+                    S.queries.c.status == "open",
+                    S.queries.c.n_labels == 0,
                     sa.or_(S.queries.c.left_clip.in_(victims), S.queries.c.right_clip.in_(victims)),
                 )
                 .values(status="expired")
-            )  # fmt: skip
+            )
             still = c.execute(sa.select(labelled.subquery().c.cid)).scalars().all()
             victims = [v for v in victims if v not in set(still)]
             names = c.execute(sa.select(S.clips.c.name).where(S.clips.c.id.in_(victims))).scalars().all()
@@ -298,9 +248,14 @@ class QueryStore:
 
     # --------------------------------------------------------------- queries
     def add_queries(
-        self, run_id: int, left: Sequence[int], right: Sequence[int], priority: Sequence[float] | None = None,
-        ttl_s: float | None = None, labels_needed: int = 1,
-    ) -> list[int]:  # fmt: skip
+        self,
+        run_id: int,
+        left: Sequence[int],
+        right: Sequence[int],
+        priority: Sequence[float] | None = None,
+        ttl_s: float | None = None,
+        labels_needed: int = 1,
+    ) -> list[int]:
         """Enqueue pairs of clips; returns query ids."""
         if len(left) != len(right):
             raise ValueError(f"left and right clip lists differ in length: {len(left)} vs {len(right)}")
@@ -312,10 +267,17 @@ class QueryStore:
         with self.write() as c:
             for a, b, p in zip(left, right, prio):
                 q = sa.insert(S.queries).values(
-                    run_id=run_id, left_clip=int(a), right_clip=int(b), priority=p, status="open", n_labels=0,
-                    labels_needed=labels_needed, created=now, expires=None if ttl_s is None else now + ttl_s,
+                    run_id=run_id,
+                    left_clip=int(a),
+                    right_clip=int(b),
+                    priority=p,
+                    status="open",
+                    n_labels=0,
+                    labels_needed=labels_needed,
+                    created=now,
+                    expires=None if ttl_s is None else now + ttl_s,
                     consumed=False,
-                )  # fmt: skip
+                )
                 ids.append(int(c.execute(q).inserted_primary_key[0]))
         self._count_changed(run_id, None)
         return ids
@@ -349,11 +311,12 @@ class QueryStore:
             ).all()
             row = next(
                 (
-                    r for r in held
+                    r
+                    for r in held
                     if (run_id is None or r.run_id == run_id) and (r.expires is None or r.expires > now)
                 ),
                 None,
-            )  # fmt: skip
+            )
             if row is None:
                 row = c.execute(
                     sa.select(*cols)
@@ -381,9 +344,12 @@ class QueryStore:
                 ).where(S.runs.c.id == row.run_id)
             ).one()
         return {
-            "query_id": row.id, "run_id": row.run_id, "instruction": info.instruction or "",
-            "left_video": info.left, "right_video": info.right,
-        }  # fmt: skip
+            "query_id": row.id,
+            "run_id": row.run_id,
+            "instruction": info.instruction or "",
+            "left_video": info.left,
+            "right_video": info.right,
+        }
 
     def queue_length(self, user_id: int | None = None, run_id: int | None = None) -> int:
         """Open, unexpired queries (for ``user_id``: those it has not answered). Exact."""
@@ -542,10 +508,13 @@ class QueryStore:
             with self.write() as c:
                 c.execute(
                     sa.insert(S.users).values(
-                        name=name, token_sha256=hash_token(token), is_admin=admin, created=now,
+                        name=name,
+                        token_sha256=hash_token(token),
+                        is_admin=admin,
+                        created=now,
                         expires=None if expires_in_s is None else now + expires_in_s,
                     )
-                )  # fmt: skip
+                )
         except sa.exc.IntegrityError as e:
             raise StoreError(f"a labeller named {name!r} already exists in {self.where}") from e
         return token

@@ -51,10 +51,12 @@ def renew(store: QueryStore, name: str, expires_in_s: float | None = None) -> st
     now = time.time()
     with store.write() as c:
         n = c.execute(
-            sa.update(S.users).where(S.users.c.name == name).values(
+            sa.update(S.users)
+            .where(S.users.c.name == name)
+            .values(
                 token_sha256=hash_token(token), expires=None if expires_in_s is None else now + expires_in_s
             )
-        ).rowcount  # fmt: skip
+        ).rowcount
     _forget_cached(store)
     if not n:
         raise StoreError(f"no labeller named {name!r} in {store.where}")
@@ -70,7 +72,12 @@ def user_rows(store: QueryStore) -> list[dict[str, Any]]:
     with store.read() as c:
         rows = c.execute(sa.select(u.name, u.is_admin, u.expires, n.label("labels")).order_by(u.id)).all()
     return [
-        {"name": r.name, "is_admin": bool(r.is_admin), "expires": r.expires,
-         "active": r.expires is None or r.expires > now, "labels": int(r.labels)}
+        {
+            "name": r.name,
+            "is_admin": bool(r.is_admin),
+            "expires": r.expires,
+            "active": r.expires is None or r.expires > now,
+            "labels": int(r.labels),
+        }
         for r in rows
-    ]  # fmt: skip
+    ]

@@ -107,12 +107,20 @@ class StoreTeacher:
     """
 
     def __init__(
-        self, store: str | Path | QueryStore, run: str = "default", *, title: str | None = None,
+        self,
+        store: str | Path | QueryStore,
+        run: str = "default",
+        *,
+        title: str | None = None,
         clip_dir: str | Path | None = None,
-        instruction: str | None = None, labels_per_query: int = 1, combine: Combine = "majority",
-        ttl_s: float | None = None, max_clip_bytes: int | None = None, fps: float = 15.0,
+        instruction: str | None = None,
+        labels_per_query: int = 1,
+        combine: Combine = "majority",
+        ttl_s: float | None = None,
+        max_clip_bytes: int | None = None,
+        fps: float = 15.0,
         max_queued: int = 8,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if labels_per_query < 1:
             raise ValueError(f"labels_per_query must be >= 1, got {labels_per_query}")
         combine_answers([], combine)  # validates the rule
@@ -162,9 +170,11 @@ class StoreTeacher:
         clip_frames(sub, np.arange(1))  # fail here, not in the worker, if the clips cannot be shown
         # copy what the worker reads, so the caller may reuse its buffers at once
         job = _Job(
-            sub.compact(), inverse.reshape(-1, 2).astype(np.int64),
-            None if priority is None else [float(p) for p in priority], done,
-        )  # fmt: skip
+            sub.compact(),
+            inverse.reshape(-1, 2).astype(np.int64),
+            None if priority is None else [float(p) for p in priority],
+            done,
+        )
         self._start_worker()
         with self._lock:
             self._in_flight += len(pairs)
@@ -203,9 +213,13 @@ class StoreTeacher:
         clip_ids = np.asarray(self.store.add_clips(self.run_id, job.fragments, range(n), fps=self.fps))
         cp = clip_ids[job.pairs]  # [B, 2]
         ids = self.store.add_queries(
-            self.run_id, cp[:, 0].tolist(), cp[:, 1].tolist(), job.priority,
-            ttl_s=self.ttl_s, labels_needed=self.labels_per_query,
-        )  # fmt: skip
+            self.run_id,
+            cp[:, 0].tolist(),
+            cp[:, 1].tolist(),
+            job.priority,
+            ttl_s=self.ttl_s,
+            labels_needed=self.labels_per_query,
+        )
         if self.max_clip_bytes is not None:
             self.store.prune(self.max_clip_bytes)
         return ids
@@ -314,10 +328,13 @@ class TerminalTeacher:
     """
 
     def __init__(
-        self, display: Literal["auto", "window", "sheet"] = "auto", sheet_frames: int = 6,
-        sheet_dir: str | Path | None = None, input_fn: Callable[[str], str] = input,
+        self,
+        display: Literal["auto", "window", "sheet"] = "auto",
+        sheet_frames: int = 6,
+        sheet_dir: str | Path | None = None,
+        input_fn: Callable[[str], str] = input,
         out: TextIO | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.display = display
         self.sheet_frames = sheet_frames
         self.sheet_dir = Path(sheet_dir) if sheet_dir else Path(tempfile.mkdtemp(prefix="prefrl-sheets-"))

@@ -59,8 +59,13 @@ def close_queries(loop: Any, out: TextIO | None = None) -> int:
     shown = False
     while (n_open := teacher.pending()) > 0 and (waited := time.monotonic() - t0) < wait_s:
         where = f"; answer them with: {hint}" if hint else ""
-        print(f"\rprefrl: training done; waiting for {n_open} open queries ({waited:.0f} of {wait_s:.0f} s)"
-              + where, end="", file=out, flush=True)  # fmt: skip
+        print(
+            f"\rprefrl: training done; waiting for {n_open} open queries ({waited:.0f} of {wait_s:.0f} s)"
+            + where,
+            end="",
+            file=out,
+            flush=True,
+        )
         shown = True
         time.sleep(min(POLL_S, max(0.0, wait_s - waited)))
         added += loop._poll()
@@ -68,6 +73,9 @@ def close_queries(loop: Any, out: TextIO | None = None) -> int:
     closed = close() if close is not None else {}
     added += loop._poll()  # answers that landed before the close
     if shown or closed.get("expired"):
-        print(f"\nprefrl: {closed.get('expired', 0)} queries expired unanswered; "
-              f"{added} answers arrived after training", file=out)  # fmt: skip
+        print(
+            f"\nprefrl: {closed.get('expired', 0)} queries expired unanswered; "
+            f"{added} answers arrived after training",
+            file=out,
+        )
     return added

@@ -93,8 +93,11 @@ class CorrelationWatch(LoopCallback):
         if r < 0 and not self.negative:
             import sys
 
-            print(f"warning: at step {loop.env_steps} the learned reward correlates {r:+.2f} with the true "
-                  "reward on the agent's newest steps: the agent is heading where the reward is wrong "
-                  "(more labels on its recent behaviour help)",
-                  file=self.stream or sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"warning: at step {loop.env_steps} the learned reward correlates {r:+.2f} with the true "
+                "reward on the agent's newest steps: the agent is heading where the reward is wrong "
+                "(more labels on its recent behaviour help)",
+                file=self.stream or sys.stderr,
+                flush=True,
+            )
         self.negative = r < 0

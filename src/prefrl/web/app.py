@@ -163,9 +163,13 @@ class RunScope:
 
 
 def create_app(
-    store: QueryStore, run: str | None = None, max_body: int = 16_384, lease_s: float = 30.0,
-    max_failures: int = 10, failure_window_s: float = 60.0,
-) -> FastAPI:  # fmt: skip
+    store: QueryStore,
+    run: str | None = None,
+    max_body: int = 16_384,
+    lease_s: float = 30.0,
+    max_failures: int = 10,
+    failure_window_s: float = 60.0,
+) -> FastAPI:
     """The labelling app over ``store``; ``run`` (a run's id or title) limits it to that run's
     queries, clips, stats and export (default: every run)."""
     app = FastAPI(
@@ -261,9 +265,12 @@ def create_app(
         if q is None:
             return {"query_id": None, **counts(user)}
         return {
-            "query_id": q["query_id"], "instruction": q["instruction"],
-            "left": f"/clips/{q['left_video']}", "right": f"/clips/{q['right_video']}", **counts(user),
-        }  # fmt: skip
+            "query_id": q["query_id"],
+            "instruction": q["instruction"],
+            "left": f"/clips/{q['left_video']}",
+            "right": f"/clips/{q['right_video']}",
+            **counts(user),
+        }
 
     @app.post("/api/labels", status_code=201)
     def post_label(body: LabelIn, user: Signed) -> dict[str, Any]:
@@ -296,9 +303,10 @@ def create_app(
         rows = label_rows(store, scope.run_id())
         if format == "csv":
             return Response(
-                export_csv(rows), media_type="text/csv",
+                export_csv(rows),
+                media_type="text/csv",
                 headers={"Content-Disposition": 'attachment; filename="labels.csv"'},
-            )  # fmt: skip
+            )
         return JSONResponse(rows)
 
     app.add_middleware(BodyLimit, max_bytes=max_body)
