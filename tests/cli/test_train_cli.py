@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,15 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
     for path_opt in ["--run-dir DIR", "--resume DIR", "--config FILE", "--store PATH|URL"]:
         assert path_opt in text, path_opt  # a metavar naming what to pass, not {None}|STR
     assert "``" not in text  # no raw reStructuredText markup
+
+
+def test_help_says_what_and_default_not_results(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34.4: measured results (``0.62 -> 0.99``) belong in docs/benchmarks.md, not --help."""
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert not re.search(r"\d\.\d+ ?(->|→) ?\d", text), re.search(r".{60}\d\.\d+ ?(->|→) ?\d.{20}", text)
+    assert "docs/benchmarks.md" in text  # where the evidence is
 
 
 def test_help_rewraps_wrapped_docstring_lines(capsys: pytest.CaptureFixture[str]) -> None:

@@ -72,10 +72,8 @@ class AgentConfig:
     """Hidden layer sizes of the policy and value networks."""
     ent_coef: OptFloat = None
     """Entropy bonus of ppo and a2c. None (auto): 0.01 for an agent trained on a learned reward
-    with discrete actions on images (RL Baselines3 Zoo's Atari setting: it kept two of five
-    moving-dot runs from freezing in an early reward's stand-still, 0.16 and 0.31 -> 0.93 and
-    0.72), else 0, SB3's default (on the true reward the bonus slowed PPO on the moving dot:
-    152.6 / 40.2 / 110.2 after 100,000 steps against 150.0 / 151.2 / 150.6)."""
+    with discrete actions on images (RL Baselines3 Zoo's Atari setting), else 0, SB3's default
+    (why: docs/benchmarks.md, "Where defaults come from")."""
     extra: str = "{}"
     """Further keyword arguments of the SB3 class as a JSON object, e.g. '{"tau": 0.01}' (they win
     over the options above)."""
@@ -88,8 +86,8 @@ class AgentConfig:
     hybrid_replay_window: int = 10_000
     """Hybrid replay: how many of the newest transitions count as recent."""
     backend: Literal["sb3", "sbx"] = "sb3"
-    """sb3: stable-baselines3 (PyTorch), or sbx: its JAX port, about twice as fast per step on a
-    CPU (docs/benchmarks.md) with the agents sac, td3, dqn and ppo (pip install "prefrl[sbx]").
+    """sb3: stable-baselines3 (PyTorch), or sbx: its JAX port, with the agents sac, td3, dqn and ppo
+    (pip install "prefrl[sbx]"; speed: docs/benchmarks.md, "Agent backends").
     Policies are saved in prefrl's own format (prefrl.agents.policy_io: safetensors + JSON)."""
 
     def __post_init__(self) -> None:

@@ -48,19 +48,16 @@ class RewardNetConfig:
     use_next_obs: OptBool = None
     """Reward reads the next observation s' (flat CNN: stacked onto the current image along channels;
     keypoint CNN: the keypoints of s and their displacement to s'). None (auto): on for the MLP and the
-    keypoint CNN, off for the flat CNN, written to config.json as the one chosen. Measured with the MLP:
-    HalfCheetah-v5 50 labels 0.60 -> 0.73, Hopper-v5 100 labels 0.91 -> 1.02; keypoint CNN, moving dot,
-    800 labels offline: per-step correlation 0.88 -> 0.95, best action 0.89 -> 0.97 (docs/benchmarks.md)."""
+    keypoint CNN, off for the flat CNN, written to config.json as the one chosen (why:
+    docs/benchmarks.md, "Reward inputs: the next observation")."""
     use_done: bool = False
     """Reward reads the terminal flag."""
     action_heads: OptBool = None
     """Discrete actions: one reward output per action, the taken action's is the reward (r(s, a) = f(s)[a],
     as a DQN's Q-values) instead of a one-hot action input. None (auto): on for a CNN reward with a
-    Discrete action that does not read the keypoints' displacement (moving dot, 200 labels: per-step
-    correlation with the true reward 0.03-0.43 -> 0.70-0.82), off where it does (the displacement says
-    what the action did: 800 labels, best action 0.97 with a one-hot action, 0.92 with heads) and for
-    the MLP (Acrobot-v1 0.99 -> 0.98, CartPole-v1 1.18 either way); written to config.json as the one
-    chosen. See docs/core.md."""
+    Discrete action that does not read the keypoints' displacement, off where it does (the
+    displacement says what the action did) and for the MLP; written to config.json as the one
+    chosen. See docs/core.md; why: docs/benchmarks.md, "Where defaults come from"."""
     output: Literal["auto", "linear", "tanh"] = "auto"
     """Per-step reward output: tanh (bounded to (-1, 1), as in B-Pref: a state no label covers cannot
     pay more than the states the labels favour), linear (unbounded), or auto: tanh when random actions

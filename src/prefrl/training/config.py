@@ -85,19 +85,15 @@ class LoopConfig:
     """Choose each query among active_selection_oversampling candidate pairs by ensemble
     disagreement (PEBBLE) instead of uniformly, once active_selection_from labels are in.
     None (auto, the default): on where it can work (ensemble_size >= 2, or the entropy
-    measure), written to config.json as the one chosen. Measured against uniform queries
-    (docs/benchmarks.md): Walker2d-v5 100 labels 0.62 -> 0.99 (3 seeds; no setting was chosen
-    on it), Hopper-v5 100 labels 0.79 -> 2.41 (5 seeds), HalfCheetah 100 noisy labels 0.81 ->
-    0.89; below 30 labels it never starts (Pendulum 10, Reacher 30 unchanged); worse on
-    HalfCheetah 50 labels and with the mistake teacher."""
+    measure), written to config.json as the one chosen (against uniform queries:
+    docs/benchmarks.md, "Where defaults come from")."""
     active_selection_oversampling: int = 5
     """With active selection: candidate pairs considered per query asked."""
     active_selection_from: int = 30
     """With active selection: queries stay uniform until the reward has been trained on this
     many labels that prefer a clip (ties do not count; 0: disagreement from the first query
     after the initial batch, PEBBLE's way). An ensemble trained on a handful of labels, or on
-    ties, disagrees mostly by chance: every seed that disagreement lost was in a run of 10-30
-    labels or one whose labels were all ties (docs/benchmarks.md)."""
+    ties, disagrees mostly by chance (docs/benchmarks.md, "Where defaults come from")."""
     active_selection_share: float = 1.0
     """With active selection: share of each iteration's queries chosen by disagreement; the
     rest are drawn uniformly among the other candidates (1: all by disagreement)."""
@@ -105,8 +101,7 @@ class LoopConfig:
     """Disagreement measure for active selection. probability (PEBBLE's): the spread of the
     members' preference probabilities, largest where members disagree on which clip is better.
     logit: the variance of their logits, which grows with the size of a return gap the members
-    agree on (long absorbing tails); it took Hopper-v5 with 100 labels to 0.33 where probability
-    reached 1.99 (docs/benchmarks.md)."""
+    agree on (long absorbing tails); see docs/benchmarks.md, "Where defaults come from"."""
     max_labels_kept: OptInt = 3000
     """Train on at most this many of the newest labels (older ones dropped, bounding memory in
     long pixel runs); None keeps all."""
