@@ -80,6 +80,7 @@ def _finished(out: Path) -> dict[str, bytes]:
     return {p.parent.name: p.read_bytes() for p in (out / "cells").glob("*/result.json")}
 
 
+@pytest.mark.slow  # a real Ray and whole runs
 def test_sweep_writes_table_and_plots_and_a_restart_runs_only_missing_cells(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     proc = _sweep(out, *GRID, "--num-cpus", "2")
@@ -123,6 +124,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow  # a real Ray cluster started and stopped
 def test_sweep_runs_its_cells_on_an_existing_ray_cluster(tmp_path: Path) -> None:
     ray = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
     port = _free_port()

@@ -96,6 +96,7 @@ def _chaos(tmp_path: Path, kills: int, seed: int, teacher: tuple[str, ...] = ())
     return report
 
 
+@pytest.mark.slow  # real kills of real runs
 def test_three_random_kills_lose_no_label_and_ask_none_twice(tmp_path: Path) -> None:
     _chaos(tmp_path, kills=3, seed=0)
 
@@ -185,6 +186,7 @@ def _web_chaos(tmp_path: Path, labelled_store: tuple[Path, LabellingBot], kills:
     _store_agrees_with_run(db, tmp_path / "run")
 
 
+@pytest.mark.slow  # real kills of real runs
 def test_web_teacher_three_random_kills(tmp_path: Path, labelled_store: tuple[Path, LabellingBot]) -> None:
     _web_chaos(tmp_path, labelled_store, kills=3, seed=2)
 
