@@ -151,7 +151,8 @@ def test_clips_longer_than_every_episode_are_shortened_before_the_first_label(ca
     cfg = LoopConfig(total_steps=700, total_labels=4, iterations=2, initial_steps=450, fragment_length=300)
     loop = build(cfg)  # Pendulum: 200-step episodes, cut by a time limit
     loop.run()
-    assert loop.config.fragment_length == 200 and loop.dataset.fragments.length == 200
+    assert loop.state.fragment_length == 200 and loop.dataset.fragments.length == 200
+    assert loop.config.fragment_length == 300  # the config stays as it was given
     assert "clips shortened from 300 to 200" in capsys.readouterr().err
 
 

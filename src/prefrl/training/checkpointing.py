@@ -38,6 +38,7 @@ class LoopCheckpoint:
         state = {
             "iteration": s.iteration, "env_steps": s.env_steps, "queries_asked": s.queries_asked,
             "started": s.started, "wall_s": s.wall_s, "history": s.history, "evaluations": s.evaluations,
+            "fragment_length": s.fragment_length,
             "rng": loop.rng.bit_generator.state, "config_hash": loop.config_hash,
             "labels_since_train": loop._labels_since_train,
             "normalizer": None if loop.reward is None else loop.reward.normalizer.state_dict(),
@@ -58,7 +59,7 @@ class LoopCheckpoint:
             loop.dataset = PreferenceDataset.load(source)
             loop.dataset.max_size = loop.config.max_labels_kept
             if loop.dataset.fragments is not None:  # clips may have been shortened to fit the episodes
-                loop.config.fragment_length = loop.dataset.fragments.length
+                loop.state.fragment_length = loop.dataset.fragments.length
         labels_state = loop.ckpt.read_labels_state()
         if labels_state is not None:
             loop.state.queries_asked = max(loop.state.queries_asked, int(labels_state["queries_asked"]))
@@ -96,6 +97,7 @@ class LoopCheckpoint:
         )
         s.wall_s, s.history = float(state["wall_s"]), list(state["history"])
         s.evaluations = [(int(t), float(r)) for t, r in state.get("evaluations", [])]
+        s.fragment_length = int(state.get("fragment_length") or loop.config.fragment_length)  # older: none
         s.queries_asked = int(state["queries_asked"])
         self.restore_labels(fallback=path / "preferences.npz")
         loop.rng.bit_generator.state = state["rng"]

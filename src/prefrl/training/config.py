@@ -201,6 +201,9 @@ class LoopState:
     history: list[dict[str, float]] = field(default_factory=list)
     evaluations: list[tuple[int, float]] = field(default_factory=list)
     """``(env_steps, mean true return)`` of each periodic evaluation (``eval_interval``)."""
+    fragment_length: int = 0
+    """Transitions per clip now: ``LoopConfig.fragment_length``, shortened before the first label
+    when no episode is long enough (the config itself is never changed); 0 before the loop set it."""
 
 
 def check_selection(config: LoopConfig, ensemble_size: int) -> None:

@@ -47,6 +47,7 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import RewardTrainer, true_pair_accuracy
 from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
+from prefrl.seeding import stream
 from prefrl.storage.checkpoint import CheckpointDir
 from prefrl.storage.logger import Logger, NullLogger, RowLogger
 from prefrl.teachers import Answers, AsyncTeacher, Teacher
@@ -123,7 +124,7 @@ class PreferenceLoop:
         self.callbacks = list(callbacks)
         self.dataset = dataset if dataset is not None else PreferenceDataset(config.max_labels_kept)
         self.rng = np.random.default_rng(config.seed)
-        self.state = LoopState()
+        self.state = LoopState(fragment_length=config.fragment_length)
         self.config_hash = config_hash
         later = is_async(teacher)  # TypeError for anything else
         self.sync_teacher: Teacher | None = None if later else cast(Teacher, teacher)
@@ -250,8 +251,8 @@ class PreferenceLoop:
         batch = self.recorder.pop_episodes()
         if batch is None:  # e.g. right after a resume, or episodes longer than an iteration
             batch = self.recorder.pop_episodes(include_partial=True)
-        if batch is None or window_counts(batch, self.config.fragment_length).sum() == 0:
-            batch = self._policy_rollouts(max(self.config.fragment_length * 4, 1000))
+        if batch is None or window_counts(batch, self.state.fragment_length).sum() == 0:
+            batch = self._policy_rollouts(max(self.state.fragment_length * 4, 1000))
         self._see_terminations(batch)
         return batch
 
@@ -268,18 +269,18 @@ class PreferenceLoop:
         Only episodes cut short by a time limit (or the environment's own truncation) can
         be shorter than a clip; terminated ones continue in the absorbing state.
         """
-        c = self.config
-        if window_counts(batch, c.fragment_length).sum() > 0:
+        length = self.state.fragment_length
+        if window_counts(batch, length).sum() > 0:
             return
         longest = int(batch.lengths.max()) if len(batch) else 0
         if len(self.dataset) or self.state.queries_asked or longest < 1:
             raise ValueError(
-                f"no episode is long enough for {c.fragment_length}-step clips (longest: {longest} "
+                f"no episode is long enough for {length}-step clips (longest: {longest} "
                 "steps, none terminated); restart with a shorter --loop.fragment-length"
             )
         print(f"prefrl: episodes end (by truncation) after at most {longest} steps; clips shortened "
-              f"from {c.fragment_length} to {longest} transitions", file=sys.stderr)  # fmt: skip
-        c.fragment_length = longest
+              f"from {length} to {longest} transitions", file=sys.stderr)  # fmt: skip
+        self.state.fragment_length = longest
 
     def _see_terminations(self, batch: TrajectoryBatch) -> None:
         """Once an episode has terminated, normalise the agent's reward by scale only.
@@ -306,7 +307,8 @@ class PreferenceLoop:
         c = self.config
         if c.exploration_frac > 0 and self.side_env is not None:
             n_rand = max(
-                c.fragment_length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac))
+                self.state.fragment_length,
+                round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)),
             )
             batch = TrajectoryBatch.concat([batch, self._policy_rollouts(n_rand, random=True)])
         active = (bool(c.active_selection) and len(self.dataset) > 0
@@ -315,7 +317,7 @@ class PreferenceLoop:
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
         self._fit_fragment_length(batch)
         n_end = round(n_frag * self._end_clip_frac()) if batch.terminated.any() else 0
-        frags, cand = candidate_pairs(batch, n_frag, n_end, n_cand, c.fragment_length, self.rng)
+        frags, cand = candidate_pairs(batch, n_frag, n_end, n_cand, self.state.fragment_length, self.rng)
         if not len(cand):
             return {"labels/asked": 0.0}
         k = min(n_queries, len(cand))
@@ -458,7 +460,7 @@ class PreferenceLoop:
         frags = self.dataset.fragments
         if self.trainer.config.pseudo_label_ratio <= 0 or frags is None or not batch.num_steps:
             return None
-        rng = np.random.default_rng([self.config.seed, 104729, self.state.iteration])
+        rng = stream(self.config.seed, "pseudo_labels", self.state.iteration)
         clips, _ = sample_fragments(batch, UNLABELLED_CLIPS, frags.length, rng, replace=None)
         return clips if len(clips) >= 2 else None
 
@@ -498,8 +500,8 @@ class PreferenceLoop:
         return {**out, "reward/pearson_true": float(np.corrcoef(learned, true)[0, 1])}
 
     def _heldout_accuracy(self, batch: TrajectoryBatch) -> dict[str, float]:
-        rng = np.random.default_rng([self.config.seed, 7919, self.state.iteration])  # not the loop's stream
-        acc = true_pair_accuracy(self.net, batch, HELDOUT_PAIRS, self.config.fragment_length, rng)
+        rng = stream(self.config.seed, "heldout", self.state.iteration)  # not the loop's stream
+        acc = true_pair_accuracy(self.net, batch, HELDOUT_PAIRS, self.state.fragment_length, rng)
         return {} if acc is None else {"reward/heldout_accuracy": acc}
 
     # ------------------------------------------------------------------ checkpoints
