@@ -28,7 +28,7 @@ MIN_CNN_SIDE = 36
 """Smallest image side SB3's ``CnnPolicy`` (Nature CNN: 8x8/4, 4x4/2, 3x3/1) accepts."""
 
 
-def resolve_policy(policy: str, obs_space: spaces.Space, cnn: str = "auto", backend: str = "sb3") -> str:
+def resolve_policy(policy: str, obs_space: spaces.Space[Any], cnn: str = "auto", backend: str = "sb3") -> str:
     """The SB3 policy name for ``obs_space``: ``policy`` itself unless it is ``"auto"``.
 
     ``"auto"``: ``CnnPolicy`` for ``uint8`` images of rank 3 (HWC or CHW, frame stacks
@@ -72,7 +72,7 @@ def check_cnn(cnn: str, backend: str = "sb3") -> None:
         )
 
 
-def resolve_cnn(cnn: str, obs_space: spaces.Space, backend: str = "sb3") -> str:
+def resolve_cnn(cnn: str, obs_space: spaces.Space[Any], backend: str = "sb3") -> str:
     """``auto``: ``spatial`` for images up to :data:`SPATIAL_MAX_SIDE` pixels a side with the
     SB3 backend, ``nature`` (SB3's own) otherwise."""
     check_cnn(cnn, backend)
@@ -132,7 +132,7 @@ class SpatialSoftmaxCNN(BaseFeaturesExtractor):
         return self.linear(self.keypoints(observations).flatten(1))  # [B, F]
 
 
-def cnn_policy_kwargs(cnn: str, obs_space: spaces.Space, backend: str = "sb3") -> dict[str, Any]:
+def cnn_policy_kwargs(cnn: str, obs_space: spaces.Space[Any], backend: str = "sb3") -> dict[str, Any]:
     """``policy_kwargs`` entries for a ``CnnPolicy`` on ``obs_space`` (none for SB3's own CNN)."""
     if resolve_cnn(cnn, obs_space, backend) == "spatial":
         return {"features_extractor_class": SpatialSoftmaxCNN}

@@ -114,7 +114,9 @@ def load_learned_reward(
     return reward
 
 
-def check_spaces(net: RewardNet, obs_space: spaces.Space, act_space: spaces.Space, source: Any) -> None:
+def check_spaces(
+    net: RewardNet, obs_space: spaces.Space[Any], act_space: spaces.Space[Any], source: Any
+) -> None:
     """Raise a clear error when the environment's spaces are not those the reward was learned on."""
     for what, want, got in (
         ("observation", net.observation_space, obs_space),
@@ -128,7 +130,7 @@ def check_spaces(net: RewardNet, obs_space: spaces.Space, act_space: spaces.Spac
             )
 
 
-def _compatible(a: spaces.Space, b: spaces.Space) -> bool:
+def _compatible(a: spaces.Space[Any], b: spaces.Space[Any]) -> bool:
     """Same kind, shape and dtype (bounds may differ); Dict and Tuple spaces part by part."""
     if type(a) is not type(b):
         return False

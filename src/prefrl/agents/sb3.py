@@ -178,7 +178,7 @@ def make_vec_env(
     return venv
 
 
-def resolve_algo(algo: str, action_space: spaces.Space) -> str:
+def resolve_algo(algo: str, action_space: spaces.Space[Any]) -> str:
     """The agent ``auto`` stands for: SAC for continuous (Box) actions, PPO for any other space.
 
     PPO rather than DQN for discrete actions: it learned CartPole, Acrobot and Pong from
@@ -189,7 +189,7 @@ def resolve_algo(algo: str, action_space: spaces.Space) -> str:
     return "sac" if isinstance(action_space, spaces.Box) else "ppo"
 
 
-def check_agent_space(algo: str, action_space: spaces.Space) -> None:
+def check_agent_space(algo: str, action_space: spaces.Space[Any]) -> None:
     """Raise a clear error when ``algo`` cannot act in ``action_space``."""
     algo = resolve_algo(algo, action_space)
     if algo in ("sac", "td3") and not isinstance(action_space, spaces.Box):
@@ -229,7 +229,7 @@ IMAGE_ENT_COEF = 0.01
 (``--agent.ent-coef auto``)."""
 
 
-def discrete_on_images(observation_space: spaces.Space, action_space: spaces.Space) -> bool:
+def discrete_on_images(observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> bool:
     """``Discrete`` actions on image observations (a rank-3 ``uint8`` box, or a Dict holding one):
     Atari-like tasks, which get RL Baselines3 Zoo's Atari treatment (evaluation by sampled
     actions; on a learned reward an entropy bonus for the on-policy agents)."""

@@ -77,7 +77,7 @@ def _quiet_model_compiler(record: logging.LogRecord) -> bool:
     return "settotalmass" not in record.getMessage()
 
 
-def is_box_dict(space: spaces.Space) -> bool:
+def is_box_dict(space: spaces.Space[Any]) -> bool:
     """Whether ``space`` is a ``Dict`` whose every entry is a ``Box`` (what DMC tasks observe)."""
     return isinstance(space, spaces.Dict) and all(isinstance(s, spaces.Box) for s in space.spaces.values())
 

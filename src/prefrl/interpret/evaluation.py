@@ -132,8 +132,8 @@ class Coverage:
     @classmethod
     def from_spaces(
         cls,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
         n: int = 1024,
         n_mean: int = 64,
         seed: int = 0,
@@ -142,7 +142,7 @@ class Coverage:
         observation_space.seed(seed)
         action_space.seed(seed + 1)
 
-        def draw(space: spaces.Space, k: int) -> Any:
+        def draw(space: spaces.Space[Any], k: int) -> Any:
             items = [space.sample() for _ in range(k)]
             if isinstance(items[0], dict):
                 return {key: np.stack([x[key] for x in items]) for key in items[0]}

@@ -162,7 +162,7 @@ def plot_gridworld_heatmaps(
 
 
 # ---------------------------------------------------------------- slices
-def _ref_action(space: spaces.Space, batch: TrajectoryBatch | None) -> np.ndarray:
+def _ref_action(space: spaces.Space[Any], batch: TrajectoryBatch | None) -> np.ndarray:
     if batch is not None and batch.num_steps:
         acts = batch.acts[batch.step_rows]
         if isinstance(space, spaces.Discrete):

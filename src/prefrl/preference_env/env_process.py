@@ -45,7 +45,7 @@ REWARDER_MIN_ENVS = 4
 """``reward_process=None`` starts the rewarder from this many envs (see the config)."""
 
 
-def default_net(obs_space: spaces.Box, act_space: spaces.Space) -> RewardNet:
+def default_net(obs_space: spaces.Box, act_space: spaces.Space[Any]) -> RewardNet:
     """``CNNReward`` for uint8 images (layers by image size, see
     :func:`~prefrl.rewards.cnn.cnn_architecture`: the 40x40 moving dot gets a small CNN whose
     per-step reward in the environment process costs a fraction of the core default),
@@ -61,7 +61,7 @@ class PreferenceCore:
     def __init__(
         self,
         n: int,
-        act_space: spaces.Space,
+        act_space: spaces.Space[Any],
         config: PreferenceEnvConfig,
         reward_net: RewardNet | None,
         obs_transform: ObsTransform | None,

@@ -18,7 +18,7 @@ SMALL_IMAGE = 64
 """Images with both sides at most this many pixels get the small reward CNN."""
 
 
-def is_small_image(obs_space: spaces.Space) -> bool:
+def is_small_image(obs_space: spaces.Space[Any]) -> bool:
     """Both image sides at most :data:`SMALL_IMAGE` pixels (HWC or CHW)."""
     shape = tuple(obs_space.shape)  # type: ignore[arg-type]
     hw = shape[1:] if channels_first(shape) else shape[:2]
@@ -26,7 +26,7 @@ def is_small_image(obs_space: spaces.Space) -> bool:
 
 
 def cnn_architecture(
-    obs_space: spaces.Space,
+    obs_space: spaces.Space[Any],
     channels: Sequence[int] | None = None,
     kernels: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
@@ -112,8 +112,8 @@ class CNNReward(RewardNet):
 
     def __init__(
         self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
         ensemble_size: int = 1,
         channels: Sequence[int] = (16, 32, 32),
         kernels: Sequence[int] = (8, 4, 3),

@@ -138,7 +138,7 @@ def _first_layer(mlp: EnsembleMLP) -> tuple[Array, Array]:
     return np.ascontiguousarray(w.transpose(1, 0, 2).reshape(d_in, e * d_out)), b.reshape(-1)
 
 
-def _vec_writer(space: spaces.Space) -> tuple[int, Callable[[Array, Array], None]] | None:
+def _vec_writer(space: spaces.Space[Any]) -> tuple[int, Callable[[Array, Array], None]] | None:
     """``(width, write(out [n, width], x [n, ...]))`` of a Box or Discrete space's features."""
     if isinstance(space, spaces.Discrete):
         k, start = int(space.n), int(space.start)

@@ -27,8 +27,8 @@ class MLPReward(RewardNet):
 
     def __init__(
         self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
+        observation_space: spaces.Space[Any],
+        action_space: spaces.Space[Any],
         hidden: Sequence[int] = (32, 32),
         ensemble_size: int = 1,
         use_obs: bool = True,

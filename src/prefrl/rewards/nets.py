@@ -57,8 +57,8 @@ class RewardNet(nn.Module):
     """Base class: an ensemble reward ``r(obs, act, next_obs, done) -> [E, *lead]``."""
 
     ensemble_size: int
-    observation_space: spaces.Space
-    action_space: spaces.Space
+    observation_space: spaces.Space[Any]
+    action_space: spaces.Space[Any]
 
     def __init__(self) -> None:
         super().__init__()
