@@ -98,7 +98,7 @@ def test_fast_path_gives_the_networks_rewards_and_follows_refresh() -> None:
     acts = rng.normal(size=(8, 1)).astype(np.float32)
     dones = np.array([0, 0, 1, 0, 0, 0, 0, 1], dtype=bool)
     slow, fast = LearnedReward(net), LearnedReward(net)
-    fast.fast = True
+    fast.configure(fast=True)
     np.testing.assert_allclose(fast.raw(obs, acts, nxt, dones), slow.raw(obs, acts, nxt, dones), atol=1e-5)
     assert fast._fast_fn  # the NumPy path, not the fallback
     with torch.no_grad():
@@ -107,9 +107,30 @@ def test_fast_path_gives_the_networks_rewards_and_follows_refresh() -> None:
     assert not np.allclose(fast.raw(obs, acts, nxt, dones), slow.raw(obs, acts, nxt, dones), atol=1e-4)
     fast.refresh()
     np.testing.assert_allclose(fast.raw(obs, acts, nxt, dones), slow.raw(obs, acts, nxt, dones), atol=1e-5)
-    fast.bonus = 0.5  # the bonus needs the ensemble's spread: the network itself
+    fast.set_bonus(0.5)  # the bonus needs the ensemble's spread: the network itself
     np.testing.assert_allclose(
         fast.raw(obs, acts, nxt, dones),
         slow.raw(obs, acts, nxt, dones) + 0.5 * net.predict(obs, acts, nxt, dones)[1],
         atol=1e-5,
     )
+
+
+def test_learned_reward_is_driven_by_its_methods() -> None:
+    """The loop sets a LearnedReward through methods, never by writing its attributes."""
+    env = gym.make("Pendulum-v1")
+    reward = LearnedReward(_net(env))
+    assert reward.configure(normalize=False, fast=True, update_stats=False) is reward
+    assert (reward.normalize, reward.fast, reward.update_stats) == (False, True, False)
+    reward.configure(normalize=True)  # None keeps the others
+    assert (reward.normalize, reward.fast, reward.update_stats) == (True, True, False)
+    x = np.zeros((4, 3), np.float32)
+    reward.use_intrinsic(lambda nxt: np.full(len(nxt), 7.0))
+    assert np.all(reward(x, np.zeros((4, 1), np.float32), x)[0] == 7.0)
+    reward.use_intrinsic(None)
+    assert reward.intrinsic is None
+    reward.set_bonus(0.25)
+    assert reward.bonus == 0.25
+    with pytest.raises(ValueError, match=">= 0"):
+        reward.set_bonus(-1.0)
+    reward.scale_only()
+    assert not reward.normalizer.center

@@ -367,9 +367,9 @@ def test_exploration_bonus_follows_disagreement_and_decays() -> None:
     nxt = rng.normal(size=(64, 3)).astype(np.float32)
     _, std = loop.net.predict(obs, acts, nxt)
     assert std.max() > 0  # two members that disagree somewhere
-    loop.reward.bonus = 0.0
+    loop.reward.set_bonus(0.0)
     plain = loop.reward.raw(obs, acts, nxt)
-    loop.reward.bonus = 2.0
+    loop.reward.set_bonus(2.0)
     np.testing.assert_allclose(loop.reward.raw(obs, acts, nxt) - plain, 2.0 * std, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="exploration_bonus_decay"):
         LoopConfig(exploration_bonus_decay=1.0)

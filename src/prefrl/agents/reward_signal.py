@@ -49,6 +49,37 @@ class LearnedReward:
         self._fast_fn: Any = None  # compiled lazily; False: the network has no fast path
         self._absorbing: float | None = None
 
+    def configure(
+        self, *, normalize: bool | None = None, fast: bool | None = None, update_stats: bool | None = None
+    ) -> LearnedReward:
+        """Set how rewards are computed (``None`` keeps a setting): ``normalize`` (running
+        statistics), ``fast`` (the NumPy per-step path; the owner calls :meth:`refresh` after
+        every weight change) and ``update_stats`` (fold each batch into the statistics; loops
+        that reset them instead turn it off). Returns ``self``."""
+        if normalize is not None:
+            self.normalize = normalize
+        if fast is not None:
+            self.fast = fast
+        if update_stats is not None:
+            self.update_stats = update_stats
+        return self
+
+    def set_bonus(self, weight: float) -> None:
+        """The exploration bonus's weight from now on (RUNE; 0: none)."""
+        if weight < 0:
+            raise ValueError(f"the exploration bonus's weight must be >= 0, got {weight}")
+        self.bonus = float(weight)
+
+    def use_intrinsic(self, fn: Any) -> None:
+        """Give the agent ``fn(next_obs) -> [B]`` instead of the learned reward (unsupervised
+        pre-training, exploration while every label is a tie); ``None``: the learned reward again."""
+        self.intrinsic = fn
+
+    def scale_only(self) -> None:
+        """Normalise by scale only from now on, so that the absorbing state stays worth 0 (the
+        loop calls it once an episode has terminated)."""
+        self.normalizer.center = False
+
     def refresh(self) -> None:
         """The network's weights changed: recompile the fast path on next use."""
         self._fast_fn, self._absorbing = None, None

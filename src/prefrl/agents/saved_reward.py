@@ -99,18 +99,17 @@ def load_learned_reward(
     path = reward_file(source)
     net = load_reward_net(path, device).eval()
     reward = LearnedReward(net, normalize=normalize != "off", update_stats=False)
-    reward.fast = True  # per-step batches on the NumPy path
+    reward.configure(fast=True)  # per-step batches on the NumPy path
     if normalize == "run":
         saved = saved_normalizer(path)
         if saved is not None and not saved.get("normalize", True):
-            reward.normalize = False
-            return reward
+            return reward.configure(normalize=False)
         if saved is not None:
             reward.normalizer.load_state_dict(saved)
             return reward
     if reward.normalize:  # running statistics, scale only: ending an episode stays worth 0
-        reward.update_stats = True
-        reward.normalizer.center = False
+        reward.configure(update_stats=True)
+        reward.scale_only()
     return reward
 
 

@@ -133,9 +133,9 @@ class PreferenceLoop:
         self.ckpt = CheckpointDir(self.run_dir) if self.run_dir is not None else None
         self.off_policy = isinstance(agent, OffPolicyAlgorithm)
         if reward is not None:
-            reward.normalize = config.normalize_reward
-            reward.fast = True  # per-step rewards in NumPy; refreshed after every weight change
-            reward.update_stats = not self.off_policy
+            # per-step rewards in NumPy (refreshed after every weight change); an off-policy
+            # loop resets the statistics after each reward update instead of folding batches in
+            reward.configure(normalize=config.normalize_reward, fast=True, update_stats=not self.off_policy)
         self._episodes: list[TrajectoryBatch] = []
         self._labels_since_train = 0
         self._tie_warned = False
@@ -238,11 +238,11 @@ class PreferenceLoop:
     def _pretrain(self, steps: int) -> None:
         """PEBBLE's unsupervised phase: the agent maximises a k-NN state-entropy reward."""
         assert self.reward is not None and self.recorder is not None
-        self.reward.intrinsic = StateEntropyReward()
+        self.reward.use_intrinsic(StateEntropyReward())
         try:
             self._learn(steps)
         finally:
-            self.reward.intrinsic = None
+            self.reward.use_intrinsic(None)
 
     def _gather_episodes(self) -> TrajectoryBatch:
         if self.trajectories is not None:
@@ -289,7 +289,7 @@ class PreferenceLoop:
         shifting it would decide by accident whether the agent wants episodes to end.
         """
         if self.reward is not None and self.reward.normalizer.center and batch.terminated.any():
-            self.reward.normalizer.center = False
+            self.reward.scale_only()
 
     def _policy_rollouts(self, steps: int, random: bool = False) -> TrajectoryBatch:
         if self.side_env is None:
@@ -391,7 +391,7 @@ class PreferenceLoop:
         c = self.config
         m: dict[str, float] = {"iteration": float(i)}
         if self.reward is not None:  # RUNE: the bonus of this iteration (also in a relabelled buffer)
-            self.reward.bonus = self.bonus_weight()
+            self.reward.set_bonus(self.bonus_weight())
         batch = self._gather_episodes()
         if self.trajectories is None and batch.rews is not None and batch.num_steps:
             m["rollout/true_return"] = float(np.mean(batch.episode_returns()))
@@ -430,7 +430,7 @@ class PreferenceLoop:
                 self._learn(self.steps_for(i))
             finally:  # whoever uses the reward after this iteration gets the learned one
                 if self.reward is not None:
-                    self.reward.intrinsic = None
+                    self.reward.use_intrinsic(None)
             m["time/agent_s"] = time.perf_counter() - t0
         m["env_steps"] = float(self.state.env_steps)
         return m
@@ -444,7 +444,7 @@ class PreferenceLoop:
                    and decided_labels(self.dataset.labels) == 0)  # fmt: skip
         if explore and self._tie_explorer is None:
             self._tie_explorer = StateEntropyReward()  # one memory of visited states for the run
-        self.reward.intrinsic = self._tie_explorer if explore else None
+        self.reward.use_intrinsic(self._tie_explorer if explore else None)
         return explore
 
     def bonus_weight(self) -> float:
