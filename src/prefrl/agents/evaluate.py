@@ -74,6 +74,9 @@ def evaluate_returns(
     if video_dir is not None:
         import imageio.v2 as imageio
 
+        from prefrl.storage.ffmpeg import die_with_parent_encoders
+
+        die_with_parent_encoders()  # a killed process leaves no ffmpeg behind
         out = Path(video_dir)
         out.mkdir(parents=True, exist_ok=True)
         for i, ep in enumerate(batch):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
+from prefrl.agents.protocols import Env
 from prefrl.data.arrays import obs_map
 from prefrl.data.trajectories import Trajectory, TrajectoryBatch
 
@@ -21,7 +21,7 @@ def _stack(items: list[Any]) -> Any:
 
 
 def collect_episodes(
-    env: gym.Env,
+    env: Env,
     n_episodes: int | None = None,
     n_steps: int | None = None,
     policy: Policy | None = None,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
 
 from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
 from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
@@ -196,9 +197,12 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.resume is not None:
         algo = cfg.agent.algo
         venv = loop.agent.get_env() if loop.agent is not None else None
-        if not loop.load_checkpoint(
-            lambda p: load_agent(algo, p, venv, cfg.agent.device, cfg.agent.backend, cfg.agent)
-        ):
+
+        def load(p: Path) -> BaseAlgorithm:  # called only when the run has an agent (and so an env)
+            assert venv is not None
+            return load_agent(algo, p, venv, cfg.agent.device, cfg.agent.backend, cfg.agent)
+
+        if not loop.load_checkpoint(load):
             print(
                 f"{r.run_dir}: no checkpoint yet: starting over with the {len(loop.dataset)} labels "
                 "given so far (none is asked again)",
@@ -224,6 +228,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.save_preferences:
         loop.dataset.save(cfg.save_preferences)
     if loop.agent is not None:
+        assert isinstance(loop.agent, BaseAlgorithm)  # built by make_agent or load_agent
         save_agent(loop.agent, r.run_dir / "policy.zip")
         rets = evaluate_returns(cfg.env.id, loop.agent, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=r.env_kwargs)

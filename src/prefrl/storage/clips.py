@@ -70,6 +70,9 @@ def encode_video(frames: np.ndarray, path: Path, fps: float = 15.0) -> int:
     """Encode ``[T, H, W, 3]`` uint8 frames to a WebM (VP8) file; returns its size in bytes."""
     import imageio_ffmpeg
 
+    from prefrl.storage.ffmpeg import die_with_parent_encoders
+
+    die_with_parent_encoders()  # a killed trainer leaves no ffmpeg behind
     frames = np.asarray(frames)
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or len(frames) == 0:
         raise ValueError(f"frames must be [T, H, W, 3] uint8 with T >= 1, got {frames.dtype} {frames.shape}")

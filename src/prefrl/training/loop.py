@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -35,6 +35,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from prefrl.agents.entropy import StateEntropyReward
 from prefrl.agents.learned_reward import LearnedReward
+from prefrl.agents.protocols import Agent, Env
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import (
@@ -95,11 +96,11 @@ class PreferenceLoop:
         reward_net: RewardNet,
         trainer: RewardTrainer,
         teacher: Teacher | AsyncTeacher,
-        agent: Any = None,
+        agent: Agent | None = None,
         recorder: TrajectoryRecorder | None = None,
         reward: LearnedReward | None = None,
         trajectories: TrajectoryBatch | None = None,
-        side_env: Any = None,
+        side_env: Env | None = None,
         run_dir: str | Path | None = None,
         logger: Logger | None = None,
         callbacks: Sequence[LoopCallback] = (),
@@ -210,6 +211,7 @@ class PreferenceLoop:
     def _learn(self, steps: int) -> None:
         if steps <= 0:
             return
+        assert self.agent is not None
         hook = _StepHook(self, self.state.env_steps)
         self.agent.learn(steps, callback=hook, reset_num_timesteps=not self.state.started, progress_bar=False)
         self.state.started = True
@@ -217,7 +219,7 @@ class PreferenceLoop:
 
     def _initial_collection(self) -> None:
         c = self.config
-        if self.off_policy:
+        if isinstance(self.agent, OffPolicyAlgorithm):  # self.off_policy
             # the first learn() call restarts the agent's step counter (also for a warm start)
             self.agent.learning_starts = c.initial_steps
             self._learn(c.initial_steps)
@@ -229,7 +231,8 @@ class PreferenceLoop:
 
     def _random_steps(self, steps: int) -> None:
         """Step the agent's env stack with random actions (on-policy initial collection)."""
-        venv = self.agent.get_env()
+        venv = self.agent.get_env() if self.agent is not None else None
+        assert venv is not None
         venv.reset()
         for _ in range(math.ceil(steps / venv.num_envs)):
             venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
@@ -294,7 +297,8 @@ class PreferenceLoop:
     def _policy_rollouts(self, steps: int, random: bool = False) -> TrajectoryBatch:
         if self.side_env is None:
             raise ValueError("no episodes to draw clips from and no side environment to collect some")
-        policy = None if random or self.agent is None else (lambda o: self.agent.predict(o)[0])
+        agent = self.agent
+        policy = None if random or agent is None else (lambda o: agent.predict(o)[0])
         seed = int(self.rng.integers(2**31))
         return collect_episodes(self.side_env, n_steps=steps, policy=policy, seed=seed, render=self._render)
 
@@ -469,7 +473,7 @@ class PreferenceLoop:
         if self.reward is None or self.agent is None:
             return
         self.reward.refresh()
-        if self.off_policy:
+        if isinstance(self.agent, OffPolicyAlgorithm):  # self.off_policy
             raw = relabel_replay_buffer(self.agent, self.reward.raw, self.config.relabel_batch)
             self.reward.normalizer.reset_to(raw)
             write_buffer_rewards(self.agent, self.reward.normalizer(raw) if self.reward.normalize else raw)
@@ -509,7 +513,7 @@ class PreferenceLoop:
         """Write a complete resumable checkpoint (:class:`~prefrl.training.checkpointing.LoopCheckpoint`)."""
         return LoopCheckpoint(self).save()
 
-    def load_checkpoint(self, agent_loader: Any = None) -> bool:
+    def load_checkpoint(self, agent_loader: Callable[[Path], Agent] | None = None) -> bool:
         """Restore the latest checkpoint of ``run_dir`` (returns False when there is none).
 
         ``agent_loader(path) -> agent`` rebuilds the SB3 agent from ``policy.zip`` on the
