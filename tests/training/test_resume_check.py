@@ -64,6 +64,40 @@ def _binary_metrics(run: Path) -> Path:
     return path
 
 
+def _ckpt(run: Path) -> Path:
+    return _state(run).parent
+
+
+def _garbage_buffer(run: Path) -> Path:
+    path = _ckpt(run) / "replay_buffer.npz"
+    assert path.exists()
+    path.write_bytes(b"not a zip file" * 64)
+    return path
+
+
+def _short_buffer(run: Path) -> Path:
+    """A readable buffer file whose arrays disagree with its own row count."""
+    path = _ckpt(run) / "replay_buffer.npz"
+    with np.load(path, allow_pickle=False) as f:
+        arrays = dict(f)
+    arrays["rewards"] = arrays["rewards"][:1]
+    np.savez(path.with_suffix(".tmp.npz"), **arrays)
+    path.with_suffix(".tmp.npz").replace(path)
+    return path
+
+
+def _other_env_policy(run: Path) -> Path:
+    """The checkpoint's policy replaced by one of another environment (2 observations, not 3)."""
+    from prefrl.agents.policy_io import save_agent
+    from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+
+    path = _ckpt(run) / "policy.zip"
+    venv = make_vec_env("MountainCarContinuous-v0", 1)
+    save_agent(make_agent(AgentConfig(algo="sac", net_arch=[8]), venv), path)
+    venv.close()
+    return path
+
+
 CASES = {
     "rng": (_edit_state(rng={"bit_generator": "PCG64", "state": "garbage"}), "rng"),
     "iteration_text": (_edit_state(iteration="abc"), "iteration"),
@@ -72,6 +106,9 @@ CASES = {
     "queries_negative": (_edit_state(queries_asked=-100), "queries_asked"),
     "nan_label": (_nan_label, "labels"),
     "binary_metrics": (_binary_metrics, "metrics.csv"),
+    "garbage_buffer": (_garbage_buffer, "replay_buffer.npz"),
+    "short_buffer": (_short_buffer, "rewards"),
+    "other_env_policy": (_other_env_policy, "observation"),
 }
 
 

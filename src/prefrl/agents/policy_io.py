@@ -293,6 +293,11 @@ def load_agent(
                 setattr(agent, k, _counter(counters, k, None))
     except (ValueError, TypeError, RuntimeError, KeyError, AttributeError) as e:
         msg = str(e).replace("\n", " ")
+        for space in ("observation_space", "action_space"):  # the likely cause first: another environment
+            theirs, ours = meta.get(space), str(getattr(venv, space))
+            if isinstance(theirs, str) and theirs != ours:
+                msg = f"field {space!r} is {theirs}, the environment's is {ours} ({msg[:200]})"
+                break
         raise ValueError(f"{path}: cannot load as a {backend} {algo} policy here: {msg}") from None
     return agent
 

@@ -17,7 +17,8 @@ class MetricsLogger:
 
     Args:
         run_dir: the run directory; writes ``metrics.csv`` and ``tb/``.
-        tensorboard: also write TensorBoard event files.
+        tensorboard: also write TensorBoard event files (the writer starts at the first metric,
+            so a logger of a run that fails before logging leaves no event file).
     """
 
     def __init__(self, run_dir: str | Path, tensorboard: bool = True) -> None:
@@ -30,11 +31,16 @@ class MetricsLogger:
         self.columns: list[str] = list(self.rows[0].keys()) if self.rows else ["step"]
         self.pending: dict[str, float] = {}
         self.pending_step: int | None = None
-        self.writer: Any = None
-        if tensorboard:
+        self.tensorboard = tensorboard
+        self.tb_dir = Path(run_dir) / "tb"
+        self.writer: Any = None  # made at the first metric: a resume that fails adds no TensorBoard file
+
+    def _tb(self) -> Any:
+        if self.writer is None and self.tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
-            self.writer = SummaryWriter(str(Path(run_dir) / "tb"))
+            self.writer = SummaryWriter(str(self.tb_dir))
+        return self.writer
 
     def log(self, metrics: Mapping[str, float], step: int) -> None:
         if self.pending_step is not None and step != self.pending_step:
@@ -43,8 +49,9 @@ class MetricsLogger:
         for k, v in metrics.items():
             v = float(v)
             self.pending[k] = v
-            if self.writer is not None and math.isfinite(v):
-                self.writer.add_scalar(k, v, step)
+            writer = self._tb()
+            if writer is not None and math.isfinite(v):
+                writer.add_scalar(k, v, step)
 
     def truncate(self, step: int) -> None:
         """Drop rows after ``step`` (when resuming from an older checkpoint)."""

@@ -1,14 +1,17 @@
 """Check every file ``prefrl train --resume RUN`` reads, before anything is written.
 
 A resume reads ``labels.json``, ``preferences.npz``, ``metrics.csv`` and the latest checkpoint
-(``state.json``, the reward, the trainer state, the policy, its labels). :func:`check_resume`
-reads them all first and raises one ``ValueError`` naming the file and the field, so a bad file
-stops the resume with one line, no file changed and no TensorBoard file added.
+(``state.json``, the reward, the trainer state, the policy, its replay buffer, its labels).
+:func:`check_resume` reads them all first and raises one ``ValueError`` naming the file and the
+field, so a bad file stops the resume with one line, no file changed and no TensorBoard file
+added. What only the built agent can check (a policy or buffer of another environment) fails
+while the checkpoint loads, which is also before anything is written (:func:`~prefrl.run.train.train`).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from prefrl.agents.policy_io import read_policy
+from prefrl.agents.sb3 import BUFFER_FORMAT, OFF_POLICY
 from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.trajectories import load_npz_checked
 from prefrl.rewards.io import load_reward_net
 from prefrl.storage.checkpoint import CheckpointDir, load_tensor_state, read_json
 
@@ -66,6 +71,38 @@ def check_state(path: Path, state: dict[str, Any], max_queries: int = MAX_COUNT)
         raise ValueError(
             f"{path}: field 'rng' is not a NumPy generator state ({type(e).__name__}: {e})"
         ) from None
+
+
+BUFFER_FIELDS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+"""The arrays of a replay buffer file (:func:`~prefrl.agents.sb3.save_replay_buffer`)."""
+
+
+def check_replay_buffer(path: Path) -> None:
+    """A checkpoint's ``replay_buffer.npz``: its counters, and arrays of one length ``[rows,
+    n_envs, ...]`` that fit them. Whether it fits the agent is checked when it is loaded."""
+    try:
+        data = load_npz_checked(path, BUFFER_FORMAT, 1)
+        meta = json.loads(str(data["__meta__"]))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing (the checkpoint's policy is off-policy)") from None
+    except ValueError as e:
+        raise ValueError(str(e).replace("\n", " ") if str(path) in str(e) else f"{path}: {e}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: field '__meta__' is not a JSON object")
+    for field in ("buffer_size", "n_envs"):
+        _count(path, meta, field)
+    _count(path, meta, "pos", meta["buffer_size"])
+    if not isinstance(meta.get("full"), bool):
+        raise ValueError(f"{path}: field 'full' must be true or false, got {meta.get('full')!r}")
+    rows = meta["buffer_size"] if meta["full"] else meta["pos"]
+    for field in BUFFER_FIELDS:
+        if field not in data:
+            raise ValueError(f"{path}: no field {field!r}")
+        shape = data[field].shape
+        if len(shape) < 2 or shape[:2] != (rows, meta["n_envs"]):
+            raise ValueError(
+                f"{path}: field {field!r} has shape {shape}, expected ({rows}, {meta['n_envs']}, ...)"
+            )
 
 
 def check_metrics(path: Path) -> None:
@@ -122,4 +159,6 @@ def check_resume(run: Path) -> None:
         raise ValueError(f"corrupt checkpoint {path}: {e}") from None
     PreferenceDataset.load(path / "preferences.npz")
     if (path / "policy.zip").exists():
-        read_policy(path / "policy.zip")
+        meta, _ = read_policy(path / "policy.zip")
+        if meta.get("algo") in OFF_POLICY or (path / "replay_buffer.npz").exists():
+            check_replay_buffer(path / "replay_buffer.npz")

@@ -164,7 +164,8 @@ def build_run(cfg: TrainConfig) -> Run:
         agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device, cfg.agent.backend)
     else:
         agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
-    log_agent(agent, run)
+    if cfg.resume is None:  # a resumed agent is logged once its checkpoint loaded (train)
+        log_agent(agent, run)
     loop = PreferenceLoop(
         loop_cfg,
         net,
@@ -210,7 +211,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             )
         else:
             r.logger.truncate(loop.env_steps)
-            log_agent(loop.agent, r.run_dir)  # the agent was rebuilt from the checkpoint
+        log_agent(loop.agent, r.run_dir)  # only now: a checkpoint that fails to load adds no TensorBoard file
     cpu0, t_run = time.process_time(), time.perf_counter()
     loop.run()
     train_cpu = time.process_time() - cpu0
