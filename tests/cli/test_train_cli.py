@@ -278,7 +278,9 @@ def test_auto_reward_output_is_bounded_where_episodes_terminate(env_id: str, wan
     cfg = run_config.TrainConfig()
     cfg.env.id = env_id
     assert cfg.reward.output == "auto"
-    assert run.resolve_reward_output(cfg, {}) == want
+    from prefrl.run.setup import resolve_reward_output
+
+    assert resolve_reward_output(cfg, {}) == want
 
 
 def test_headless_rendering_prints_no_sdl_error() -> None:

@@ -20,7 +20,8 @@ import sqlalchemy as sa
 
 from prefrl.data import PreferenceDataset
 from prefrl.run.config import TrainConfig
-from prefrl.run.train import prepare_run_dir
+from prefrl.run.resolve import resolve_identity
+from prefrl.run.setup import prepare_run_dir
 from prefrl.storage import schema as S
 from prefrl.storage.runs import find_run, run_counts
 from prefrl.storage.store import QueryStore
@@ -43,7 +44,8 @@ def test_lost_submits_are_asked_again_spread_over_the_remaining_iterations() -> 
 
 
 def _web_cfg(run_dir: Path, store: Path, **kw: object) -> TrainConfig:
-    return TrainConfig(run_dir=str(run_dir), teacher="web", store=str(store), **kw)  # type: ignore[arg-type]
+    cfg = TrainConfig(run_dir=str(run_dir), teacher="web", store=str(store), **kw)  # type: ignore[arg-type]
+    return resolve_identity(cfg)  # its id (a new one with --force), as prefrl train resolves it
 
 
 def test_a_new_run_never_takes_the_answers_of_an_older_run_of_the_same_name(tmp_path: Path) -> None:
@@ -152,6 +154,12 @@ def _web_runs(tmp_path: Path, n_runs: int, kills: int, labels: int) -> None:
         server.stop()
 
 
+def test_a_web_run_uses_every_answer_given(tmp_path: Path) -> None:
+    """The default suite's variant: one run of 4 labels (the ones below take minutes)."""
+    _web_runs(tmp_path, n_runs=1, kills=0, labels=4)
+
+
+@pytest.mark.slow  # three runs, the first killed and resumed: about 3 minutes of CPU
 def test_three_web_runs_use_every_answer_given(tmp_path: Path) -> None:
     _web_runs(tmp_path, n_runs=3, kills=1, labels=6)
 

@@ -76,8 +76,10 @@ def main(argv: list[str]) -> int:
             return 0
         try:
             rep = train(cfg)
-        except KeyboardInterrupt:
-            print(interrupted_message(cfg), file=sys.stderr)
+        except KeyboardInterrupt as e:  # a RunInterrupted names the run's folder (also one named for it)
+            where = getattr(e, "run_dir", None)
+            here = cfg if where is None else dataclasses.replace(cfg, run_dir=str(where))
+            print(interrupted_message(here), file=sys.stderr)
             return 130
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"prefrl train: error: {e}", file=sys.stderr)

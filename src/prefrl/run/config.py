@@ -26,7 +26,7 @@ from prefrl.preference.trainer import RewardTrainerConfig
 from prefrl.rewards.config import RewardNetConfig
 from prefrl.storage.checkpoint import read_json
 from prefrl.teachers.spec import TeacherName
-from prefrl.training.config import LoopConfig, check_selection
+from prefrl.training.config import LoopConfig
 
 # optional paths: a metavar naming what to pass and no "(default: None)" in --help
 OptStore = Annotated[
@@ -174,7 +174,8 @@ def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "--") -
 
 
 def parse_args(argv: list[str]) -> TrainConfig:
-    """Command line (over ``--config FILE`` or a resumed run's config) -> :class:`TrainConfig`."""
+    """Command line (over ``--config FILE`` or a resumed run's config) -> :class:`TrainConfig`,
+    as given: its ``auto`` choices are made by :func:`~prefrl.run.resolve.resolve`."""
     default = TrainConfig()
     for flag in ("--loop.seed", "--trainer.seed"):
         if any(a == flag or a.startswith(flag + "=") for a in argv):
@@ -188,7 +189,7 @@ def parse_args(argv: list[str]) -> TrainConfig:
         default = config_from_dict(read_json(Path(cfg_file), "config file"), cfg_file)
     cfg = tyro.cli(TrainConfig, default=default, args=argv, prog="prefrl train")
     if resume is not None:
-        cfg.resume, cfg.run_dir = resume, resume
+        cfg = dataclasses.replace(cfg, resume=resume, run_dir=resume)
         stored, now = config_to_dict(default), config_to_dict(cfg)
         diff = _differences(
             {k: v for k, v in stored.items() if k not in IGNORED_ON_RESUME},
@@ -199,5 +200,4 @@ def parse_args(argv: list[str]) -> TrainConfig:
                 f"--resume {resume}: {'; '.join(diff)} (the run's config.json has the first value); a "
                 "run resumes with its own config (start a new run directory to change them)"
             )
-    check_selection(cfg.loop, cfg.reward.ensemble_size)  # before anything is built or written
     return cfg

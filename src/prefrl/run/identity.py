@@ -42,16 +42,15 @@ def previous_key(run_dir: Path) -> str | None:
 
 
 def claim_identity(cfg: TrainConfig, run_dir: Path) -> None:
-    """Before a fresh run writes anything: give it its id and, with a query store, check that
-    the store has no queries under its folder's name or id (``--force``: a new id, and the
-    open queries of the run it replaces in ``run_dir`` are closed).
+    """Before a fresh run writes anything, with a query store: check that the store has no
+    queries under its folder's name or id (``cfg.run_id``, given by
+    :func:`~prefrl.run.resolve.resolve_identity`; with ``--force`` a new one, and the open
+    queries of the run it replaces in ``run_dir`` are closed).
 
     Raises:
         FileExistsError: the store already has queries of a run of that name or id.
     """
     old = previous_key(run_dir) if cfg.force else None
-    if cfg.run_id is None or cfg.force:
-        cfg.run_id = new_run_id()
     if cfg.teacher != "web" or cfg.store is None:
         return
     from prefrl.storage.runs import find_run, finish_run, queries_under

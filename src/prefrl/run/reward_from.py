@@ -9,6 +9,7 @@ evaluated on the true reward as ``prefrl train`` evaluates its own. The new run 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -18,26 +19,22 @@ import torch
 from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.saved_reward import check_spaces, load_learned_reward, reward_file
-from prefrl.agents.sb3 import (
-    check_agent_space,
-    check_env_id,
-    make_agent,
-    make_env,
-    make_vec_env,
-    resolve_algo,
-)
+from prefrl.agents.sb3 import make_agent, make_vec_env
 from prefrl.rewards.io import save_reward_net
 from prefrl.run.config import TrainConfig, config_from_dict
-from prefrl.run.setup import log_agent, prepare_run_dir, resolve_device, reward_accuracy
+from prefrl.run.resolve import probe_spaces, resolve_agent, resolve_devices, resolve_identity
+from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
 from prefrl.storage.checkpoint import read_json, write_json
 
 
-def source_env(cfg: TrainConfig) -> None:
-    """Take the environment of the ``--reward-from`` run (a run directory's config.json) into ``cfg``."""
+def source_env(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with the environment of the ``--reward-from`` run (a run directory's config.json)."""
     source = Path(cfg.reward_from)  # type: ignore[arg-type]
     if source.is_dir() and (source / "config.json").exists():
         where = f"{source}/config.json"
-        cfg.env = config_from_dict(read_json(source / "config.json", "run config"), where).env
+        env = config_from_dict(read_json(source / "config.json", "run config"), where).env
+        return dataclasses.replace(cfg, env=env)
+    return cfg
 
 
 def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
@@ -49,17 +46,11 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.trajectory_path is not None:
         raise ValueError("--reward-from trains an agent on a finished reward; --trajectory-path learns one")
     path = reward_file(cfg.reward_from)  # type: ignore[arg-type]
-    source_env(cfg)
-    check_env_id(cfg.env.id)
+    cfg = source_env(cfg)
+    obs_space, act_space = probe_spaces(cfg)
+    # resolved once (config.json names the real agent and devices); no reward options: none is learned
+    cfg = resolve_identity(resolve_devices(resolve_agent(cfg, act_space)))
     env_kwargs = cfg.env.parsed_kwargs()
-    probe = make_env(cfg.env.id, env_kwargs)
-    obs_space, act_space = probe.observation_space, probe.action_space
-    probe.close()
-    check_agent_space(cfg.agent.algo, act_space)
-    cfg.agent.algo = resolve_algo(cfg.agent.algo, act_space)  # config.json names the real agent
-    cfg.device = resolve_device(cfg.device)
-    if cfg.agent.device == "auto":
-        cfg.agent.device = cfg.device
     reward = load_learned_reward(path, "run" if cfg.loop.normalize_reward else "off", device=cfg.device)
     check_spaces(reward.net, obs_space, act_space, cfg.reward_from)
     torch.manual_seed(cfg.seed)

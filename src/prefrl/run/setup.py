@@ -5,7 +5,6 @@ accuracy of a reward (used by :mod:`prefrl.run.train` and :mod:`prefrl.run.rewar
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,21 +19,22 @@ from prefrl.preference.trainer import true_pair_accuracy
 from prefrl.rewards.nets import RewardNet
 from prefrl.run.config import TrainConfig, config_to_dict
 from prefrl.run.identity import claim_identity
+from prefrl.seeding import stream, stream_seed
 from prefrl.storage.checkpoint import write_json
 
 
 def prepare_run_dir(cfg: TrainConfig) -> Path:
-    """Create (or, on resume, check) the run directory and write ``config.json``."""
+    """Create (or, on resume, check) the run directory of a resolved config (its ``run_dir`` and
+    ``run_id`` set: :func:`~prefrl.run.resolve.resolve_identity`) and write ``config.json``."""
     if cfg.resume is not None:
         run = Path(cfg.resume)
         if not (run / "config.json").exists():
             raise FileNotFoundError(f"--resume {run}: not a run directory (no config.json)")
         return run
-    if cfg.run_dir is None:
-        kind = "offline" if cfg.trajectory_path is not None else cfg.agent.algo  # offline: no agent trains
-        cfg.run_dir = f"runs/{cfg.env.id.replace('/', '_')}-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if cfg.run_dir is None or cfg.run_id is None:
+        raise ValueError("prepare_run_dir needs a resolved config (prefrl.run.resolve.resolve)")
     run = Path(cfg.run_dir)
-    claim_identity(cfg, run)  # its id; refused if the query store already has its name's queries
+    claim_identity(cfg, run)  # refused if the query store already has its name's queries
     if run.exists() and any(run.iterdir()):
         if not cfg.force:
             raise FileExistsError(
@@ -79,7 +79,7 @@ def resolve_reward_output(cfg: TrainConfig, env_kwargs: dict[str, Any]) -> Liter
     env = make_env(cfg.env.id, env_kwargs)
     try:
         steps = max(1, min(cfg.loop.initial_steps, 2000))
-        batch = collect_episodes(env, n_steps=steps, seed=cfg.seed + 31)
+        batch = collect_episodes(env, n_steps=steps, seed=stream_seed(cfg.seed, "reward_output"))
     finally:
         env.close()
     return "tanh" if bool(np.any(batch.terminated)) else "linear"
@@ -95,8 +95,11 @@ def log_agent(agent: Any, run_dir: Path) -> None:
     agent.set_logger(configure(str(run_dir / "tb" / "agent"), ["tensorboard"]))
 
 
-def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int = 500) -> float | None:
-    """Accuracy of the learned reward on fresh oracle-labelled pairs of policy + random clips.
+def reward_accuracy(
+    cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int = 500, fragment_length: int | None = None
+) -> float | None:
+    """Accuracy of the learned reward on fresh oracle-labelled pairs of policy + random clips
+    (``fragment_length`` transitions each: the loop's clips, by default the config's).
 
     Only pairs with a strict preference count; ``None`` when every pair is a tie (or no
     clip can be drawn).
@@ -105,14 +108,19 @@ def reward_accuracy(cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int =
     try:
         from prefrl.agents.rollout import collect_episodes
 
-        parts = [collect_episodes(env, n_steps=2000, seed=cfg.seed + 99)]
+        parts = [collect_episodes(env, n_steps=2000, seed=stream_seed(cfg.seed, "accuracy_random"))]
         if agent is not None:
             parts.append(
-                collect_episodes(env, n_steps=2000, seed=cfg.seed + 98, policy=lambda o: agent.predict(o)[0])
+                collect_episodes(
+                    env,
+                    n_steps=2000,
+                    seed=stream_seed(cfg.seed, "accuracy_policy"),
+                    policy=lambda o: agent.predict(o)[0],
+                )
             )
         batch = TrajectoryBatch.concat(parts)
-        rng = np.random.default_rng(cfg.seed + 5)
-        return true_pair_accuracy(net, batch, n_pairs, cfg.loop.fragment_length, rng)
+        length = cfg.loop.fragment_length if fragment_length is None else fragment_length
+        return true_pair_accuracy(net, batch, n_pairs, length, stream(cfg.seed, "accuracy_pairs"))
     except ValueError:
         return None
     finally:

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -21,32 +20,21 @@ from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
 from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
 from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.recorder import TrajectoryRecorder
-from prefrl.agents.sb3 import (
-    check_agent_space,
-    check_env_id,
-    make_agent,
-    make_env,
-    make_vec_env,
-    resolve_algo,
-)
+from prefrl.agents.sb3 import make_agent, make_env, make_vec_env
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import RewardTrainer
 from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.run.config import IGNORED_ON_RESUME, TrainConfig, config_to_dict
 from prefrl.run.metrics_log import MetricsLogger
+from prefrl.run.resolve import probe_spaces, resolve
 from prefrl.run.resume_check import check_resume
-from prefrl.run.setup import (
-    log_agent,
-    prepare_run_dir,
-    resolve_device,
-    resolve_reward_output,
-    reward_accuracy,
-)
+from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
+from prefrl.seeding import stream_seed
 from prefrl.storage.checkpoint import config_hash, read_json, write_json
 from prefrl.teachers.spec import AnyTeacher, make_teacher
 from prefrl.training.callbacks import LoopCallback, ProgressBar
-from prefrl.training.config import TIE_HINT, TIE_WARN, check_selection, tie_fraction
+from prefrl.training.config import TIE_HINT, TIE_WARN, tie_fraction
 from prefrl.training.evaluations import CorrelationWatch, PeriodicEvaluation, last_mean
 from prefrl.training.loop import PreferenceLoop
 
@@ -56,7 +44,8 @@ def cli_teacher(cfg: TrainConfig, run_name: str) -> AnyTeacher:
     """The teacher ``cfg.teacher`` names (a simulated one seeded from ``--seed``); a human one
     files its queries under the run's id (``run_name``, its folder's name, is what people see)."""
     run_key = cfg.run_id or run_name  # a run made before run ids: its folder's name
-    return make_teacher(cfg.teacher, run=run_key, title=run_name, seed=cfg.seed + 7, store=cfg.store)
+    seed = stream_seed(cfg.seed, "teacher")
+    return make_teacher(cfg.teacher, run=run_key, title=run_name, seed=seed, store=cfg.store)
 
 
 def web_teacher_hint(store: str, run_name: str, run_id: str | None = None) -> str:
@@ -87,38 +76,32 @@ class Run:
     run_dir: Path
     logger: MetricsLogger
     env_kwargs: dict[str, Any]
+    config: TrainConfig
+    """The resolved config (:func:`~prefrl.run.resolve.resolve`): what ``config.json`` holds and
+    every part of the run was built from."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run whose directory exists (``run_dir``: where it can be resumed)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
 
 
 def build_run(cfg: TrainConfig) -> Run:
-    """Validate ``cfg`` and wire env stack, agent, reward model, teacher and loop."""
-    check_env_id(cfg.env.id)
+    """Resolve ``cfg`` (:func:`~prefrl.run.resolve.resolve`; ``cfg`` itself is not changed) and
+    wire env stack, agent, reward model, teacher and loop from the resolved config."""
+    cfg = resolve(cfg)
     env_kwargs = cfg.env.parsed_kwargs()
-    probe = make_env(cfg.env.id, env_kwargs)
-    obs_space, act_space = probe.observation_space, probe.action_space
-    probe.close()
+    obs_space, act_space = probe_spaces(cfg)
     offline = cfg.trajectory_path is not None
-    if not offline:
-        check_agent_space(cfg.agent.algo, act_space)
-        cfg.agent.algo = resolve_algo(cfg.agent.algo, act_space)  # config.json names the real agent
-    if cfg.reward.output == "auto" and cfg.resume is None:  # config.json names the output used
-        cfg.reward.output = resolve_reward_output(cfg, env_kwargs)
-    if cfg.resume is None:  # config.json names the reward inputs and CNN features used
-        if cfg.reward.use_next_obs is None:
-            cfg.reward.use_next_obs = cfg.reward.resolve_next_obs(obs_space)
-        cfg.reward.cnn_features = cfg.reward.resolve_cnn_features(obs_space)
-        cfg.reward.action_heads = cfg.reward.resolve_action_heads(obs_space, act_space)
-    check_selection(cfg.loop, cfg.reward.ensemble_size)
-    if cfg.teacher == "web" and cfg.store is None:
-        raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
     human = cfg.teacher in ("terminal", "web")
-    cfg.device = resolve_device(cfg.device)  # config.json names the device used
-    if cfg.agent.device == "auto":
-        cfg.agent.device = cfg.device
     torch.manual_seed(cfg.seed)  # reward-net initialisation: a run is reproducible from its seed
     net = cfg.reward.build(obs_space, act_space).to(
         cfg.device
     )  # (bad options fail before any file is written)
-    trainer = RewardTrainer(net, dataclasses.replace(cfg.trainer, seed=cfg.seed))
+    trainer = RewardTrainer(net, cfg.trainer)
     run = prepare_run_dir(cfg)
     teacher = cli_teacher(cfg, run.name)
     if cfg.teacher == "web":
@@ -139,7 +122,7 @@ def build_run(cfg: TrainConfig) -> Run:
                 run / "evaluations.csv",
             )
         )
-    loop_cfg = dataclasses.replace(cfg.loop, seed=cfg.seed)
+    loop_cfg = cfg.loop
     side_env = make_env(cfg.env.id, env_kwargs, render=human)
     if offline:
         trajs = TrajectoryBatch.load(cfg.trajectory_path)  # type: ignore[arg-type]
@@ -154,7 +137,7 @@ def build_run(cfg: TrainConfig) -> Run:
             callbacks=callbacks,
             config_hash=_hash(cfg),
         )
-        return Run(loop, run, logger, env_kwargs)
+        return Run(loop, run, logger, env_kwargs, cfg)
     recorder = TrajectoryRecorder(
         make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human
     )
@@ -180,7 +163,7 @@ def build_run(cfg: TrainConfig) -> Run:
         callbacks=callbacks,
         config_hash=_hash(cfg),
     )
-    return Run(loop, run, logger, env_kwargs)
+    return Run(loop, run, logger, env_kwargs, cfg)
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
@@ -194,7 +177,15 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.resume is not None:  # every file it reads, before anything is written
         check_resume(Path(cfg.resume))
     r = build_run(cfg)
-    loop = r.loop
+    try:
+        return _train(r, t0)
+    except KeyboardInterrupt as e:
+        raise RunInterrupted(r.run_dir) from e
+
+
+def _train(r: Run, t0: float) -> dict[str, Any]:
+    """Resume (when asked) and run ``r``'s loop, then save and evaluate: the report."""
+    cfg, loop = r.config, r.loop
     if cfg.resume is not None:
         algo = cfg.agent.algo
         venv = loop.agent.get_env() if loop.agent is not None else None
@@ -245,7 +236,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if loop.state.evaluations:  # --eval-interval: the papers' mean of the last 10 evaluations
         report["evaluations"] = [list(e) for e in loop.state.evaluations]
         report["eval_last10_mean"] = last_mean(loop.state.evaluations)
-    report["reward_accuracy"] = reward_accuracy(cfg, loop.net, loop.agent)
+    report["reward_accuracy"] = reward_accuracy(
+        cfg, loop.net, loop.agent, fragment_length=loop.state.fragment_length
+    )
     report["label_tie_fraction"] = tie_fraction(loop.dataset.labels)
     if cfg.final_agent_steps > 0 and loop.agent is not None:
         report["fresh_agent_true_return"] = train_fresh_agent(cfg, loop.net, r)
@@ -272,9 +265,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
     """Train a new agent on the frozen final reward; returns its mean true return."""
     reward = LearnedReward(net)
-    venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, cfg.seed + 1), reward)
-    agent = make_agent(cfg.agent, venv, seed=cfg.seed + 1, learning_starts=cfg.loop.initial_steps)
-    reward.normalizer.center = r.loop.reward is None or r.loop.reward.normalizer.center
+    seed = stream_seed(cfg.seed, "fresh_agent")
+    venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, seed), reward)
+    agent = make_agent(cfg.agent, venv, seed=seed, learning_starts=cfg.loop.initial_steps)
+    if r.loop.reward is not None and not r.loop.reward.normalizer.center:
+        reward.scale_only()  # as the run's agent saw it
     agent.learn(cfg.final_agent_steps)
     save_agent(agent, r.run_dir / "fresh_policy.zip")
     return float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=r.env_kwargs).mean())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -206,15 +207,18 @@ class LoopState:
     when no episode is long enough (the config itself is never changed); 0 before the loop set it."""
 
 
-def check_selection(config: LoopConfig, ensemble_size: int) -> None:
-    """Resolve ``active_selection=None`` (auto: on where it can work) in place, and raise
-    ``ValueError`` before anything runs when active selection asked for cannot work: every
-    disagreement measure but ``entropy`` needs an ensemble of two or more reward nets."""
+def resolve_selection(config: LoopConfig, ensemble_size: int) -> LoopConfig:
+    """``config`` with ``active_selection=None`` (auto) decided: on where it can work (a copy;
+    ``config`` itself when there is nothing to decide). Raises ``ValueError`` before anything
+    runs when active selection asked for cannot work: every disagreement measure but
+    ``entropy`` needs an ensemble of two or more reward nets."""
     if config.active_selection is None:
-        config.active_selection = config.uncertainty_measure == "entropy" or ensemble_size >= 2
+        auto = config.uncertainty_measure == "entropy" or ensemble_size >= 2
+        config = dataclasses.replace(config, active_selection=auto)
     if config.active_selection and config.uncertainty_measure != "entropy" and ensemble_size < 2:
         raise ValueError(
             f"active selection (--loop.active-selection) by {config.uncertainty_measure!r} disagreement "
             f"needs --reward.ensemble-size >= 2 (members to disagree), got {ensemble_size}; or use "
             "--loop.uncertainty-measure entropy"
         )
+    return config

@@ -64,9 +64,9 @@ from prefrl.training.config import (
     UNLABELLED_CLIPS,
     LoopConfig,
     LoopState,
-    check_selection,
     decided_labels,
     query_allocation,
+    resolve_selection,
     tie_fraction,
 )
 from prefrl.training.progress import StatusLine
@@ -116,7 +116,7 @@ class PreferenceLoop:
                 f"total_steps {config.total_steps} is smaller than initial_steps + pretrain_steps "
                 f"({config.initial_steps + config.pretrain_steps})"
             )
-        check_selection(config, reward_net.ensemble_size)
+        config = resolve_selection(config, reward_net.ensemble_size)  # the same object once resolved
         self.config, self.net, self.trainer, self.teacher = config, reward_net, trainer, teacher
         self.agent, self.recorder, self.reward = agent, recorder, reward
         self.trajectories, self.side_env = trajectories, side_env

@@ -1,0 +1,98 @@
+"""A run's config, resolved once: every ``auto`` choice made and every option checked, before
+anything is built or written.
+
+:func:`resolve` turns the config a person gave (defaults, ``--config FILE``, flags, or a resumed
+run's ``config.json``) into the one the run uses and writes to ``RUN/config.json``: the agent
+named by the action space, the reward's output, inputs, CNN features and action heads, active
+selection, devices, the seeds of the loop and the trainer, the run directory and the run's id.
+It returns a new config and leaves the one it was given as it was; nothing assigns to a config
+after this. What changes while a run goes (a clip length shortened to fit the episodes,
+counters, generator states) is the loop's state, not its config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from prefrl.agents.sb3 import check_agent_space, check_env_id, make_env, resolve_algo
+from prefrl.run.config import TrainConfig
+from prefrl.run.identity import new_run_id
+from prefrl.run.setup import resolve_device, resolve_reward_output
+from prefrl.training.config import resolve_selection
+
+
+def probe_spaces(cfg: TrainConfig) -> tuple[Any, Any]:
+    """``(observation space, action space)`` of ``cfg``'s environment (a clear error for an
+    unknown id or a missing optional dependency)."""
+    check_env_id(cfg.env.id)
+    probe = make_env(cfg.env.id, cfg.env.parsed_kwargs())
+    try:
+        return probe.observation_space, probe.action_space
+    finally:
+        probe.close()
+
+
+def resolve_devices(cfg: TrainConfig) -> TrainConfig:
+    """``--device auto`` (a GPU where there is one) and ``--agent.device auto`` (the same)."""
+    device = resolve_device(cfg.device)
+    agent_device = device if cfg.agent.device == "auto" else cfg.agent.device
+    return dataclasses.replace(cfg, device=device, agent=dataclasses.replace(cfg.agent, device=agent_device))
+
+
+def resolve_agent(cfg: TrainConfig, act_space: Any) -> TrainConfig:
+    """The agent ``--agent.algo auto`` names for the action space (checked against it)."""
+    check_agent_space(cfg.agent.algo, act_space)
+    algo = resolve_algo(cfg.agent.algo, act_space)
+    return dataclasses.replace(cfg, agent=dataclasses.replace(cfg.agent, algo=algo))
+
+
+def resolve_identity(cfg: TrainConfig) -> TrainConfig:
+    """Where the run lives and its id: a resumed run keeps both; a fresh one gets
+    ``runs/<env>-<agent>-<time>`` unless ``--run-dir`` names one, and a new id unless it has
+    one (``--force`` always gives a new one, see :mod:`prefrl.run.identity`)."""
+    if cfg.resume is not None:
+        return dataclasses.replace(cfg, run_dir=cfg.resume)
+    run_dir = cfg.run_dir
+    if run_dir is None:
+        kind = "offline" if cfg.trajectory_path is not None else cfg.agent.algo  # offline: no agent trains
+        run_dir = f"runs/{cfg.env.id.replace('/', '_')}-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_id = new_run_id() if cfg.run_id is None or cfg.force else cfg.run_id
+    return dataclasses.replace(cfg, run_dir=run_dir, run_id=run_id)
+
+
+def resolve(cfg: TrainConfig) -> TrainConfig:
+    """The config the run uses (see the module docstring); ``cfg`` itself is not changed.
+
+    A resumed run resolves only what its ``config.json`` may lack (a run made before an option
+    existed keeps the network it was built with: no reward option is resolved again).
+
+    Raises:
+        ValueError: an option that cannot work (an agent for another action space, active
+            selection without an ensemble, ``--teacher web`` without ``--store``, a device
+            that is not there, ...).
+    """
+    obs_space, act_space = probe_spaces(cfg)
+    if cfg.trajectory_path is None:
+        cfg = resolve_agent(cfg, act_space)
+    reward = cfg.reward
+    if cfg.resume is None:  # config.json names the output, inputs and CNN features used
+        output = (
+            resolve_reward_output(cfg, cfg.env.parsed_kwargs()) if reward.output == "auto" else reward.output
+        )
+        reward = dataclasses.replace(
+            reward,
+            output=output,
+            use_next_obs=reward.resolve_next_obs(obs_space)
+            if reward.use_next_obs is None
+            else reward.use_next_obs,
+            cnn_features=reward.resolve_cnn_features(obs_space),
+            action_heads=reward.resolve_action_heads(obs_space, act_space),
+        )
+    loop = dataclasses.replace(resolve_selection(cfg.loop, reward.ensemble_size), seed=cfg.seed)
+    trainer = dataclasses.replace(cfg.trainer, seed=cfg.seed)
+    if cfg.teacher == "web" and cfg.store is None:
+        raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
+    cfg = dataclasses.replace(cfg, reward=reward, loop=loop, trainer=trainer)
+    return resolve_identity(resolve_devices(cfg))

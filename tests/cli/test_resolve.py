@@ -1,0 +1,55 @@
+"""Issue 34, item 2: a run's config is resolved once, then never assigned to; what the run
+saves in config.json is what its parts were built from."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from pathlib import Path
+
+from prefrl.run.config import TrainConfig, config_from_dict, config_to_dict, parse_args
+from prefrl.run.resolve import resolve
+from prefrl.run.train import build_run
+from prefrl.seeding import STREAMS, stream, stream_seed
+
+
+def test_the_saved_config_is_the_one_the_run_was_built_from(tmp_path: Path) -> None:
+    given = parse_args(["--run-dir", str(tmp_path / "r"), "--seed", "3", "--loop.total-steps", "600",
+                        "--loop.initial-steps", "200", "--no-progress"])  # fmt: skip
+    before = copy.deepcopy(given)
+    r = build_run(given)
+    try:
+        assert given == before  # resolving made a new config: the given one is as it was
+        saved = json.loads((tmp_path / "r" / "config.json").read_text())
+        assert saved == json.loads(json.dumps(config_to_dict(r.config)))  # tuples are lists in JSON
+        assert r.loop.config == r.config.loop and r.loop.trainer.config == r.config.trainer
+        used = r.config
+        assert used.agent.algo == "sac" and used.device != "auto" and used.agent.device == used.device
+        assert used.reward.output in ("linear", "tanh") and used.reward.use_next_obs is True
+        assert used.loop.active_selection is True and used.loop.seed == used.trainer.seed == 3
+        assert used.run_id and used.run_dir == str(tmp_path / "r")
+        assert r.loop.net.use[2] is True and r.loop.net.ensemble_size == used.reward.ensemble_size
+        # a resume reads the same config back, and resolving it again changes nothing
+        back = parse_args(["--resume", str(tmp_path / "r")])
+        again = json.loads(json.dumps(config_to_dict(resolve(back))))
+        assert again == {**saved, "resume": str(tmp_path / "r")}
+    finally:
+        r.logger.close()
+
+
+def test_resolve_leaves_its_argument_alone() -> None:
+    cfg = TrainConfig()
+    out = resolve(cfg)
+    assert cfg == TrainConfig() and out is not cfg
+    assert cfg.loop.active_selection is None and out.loop.active_selection is True
+    assert config_from_dict(config_to_dict(out)) == out
+
+
+def test_named_streams_are_stable_and_distinct() -> None:
+    seeds = {name: stream_seed(0, name) for name in STREAMS}
+    assert len(set(seeds.values())) == len(STREAMS) and all(0 <= s < 2**31 for s in seeds.values())
+    assert stream_seed(0, "teacher") == stream_seed(0, "teacher") != stream_seed(1, "teacher")
+    a, b = stream(5, "heldout", 2).random(3), stream(5, "heldout", 3).random(3)
+    assert not (a == b).all() and (a == stream(5, "heldout", 2).random(3)).all()
+    assert dataclasses.is_dataclass(TrainConfig)
