@@ -186,13 +186,32 @@ def run_cell(
     result_path: str,
     eval_episodes: int,
     threads: int,
+    driver: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run one cell (in a Ray worker) in ``run_dir``; returns its result, also written to
     ``result_path``.
 
     A learned cell whose run directory exists resumes from its last checkpoint. Both runs are
-    evaluated on the unmodified environment (``eval_episodes`` episodes).
+    evaluated on the unmodified environment (``eval_episodes`` episodes). The cell holds the
+    run directory's lock throughout (a process still writing there, e.g. of a killed sweep,
+    is waited for), and ends its process once ``driver`` (a
+    :class:`~prefrl.run.cell_guard.Driver`) is gone.
     """
+    from prefrl.run.cell_guard import run_lock, wait_line, watch_driver
+
+    run = Path(run_dir)
+    with watch_driver(driver), run_lock(run, wait_line(Cell(**cell).name, run)):
+        return _run_cell(cell, options, run_dir, result_path, eval_episodes, threads)
+
+
+def _run_cell(
+    cell: dict[str, Any],
+    options: dict[str, Any],
+    run_dir: str,
+    result_path: str,
+    eval_episodes: int,
+    threads: int,
+) -> dict[str, Any]:
     import ray
     import torch
 
@@ -371,7 +390,7 @@ class CellFiles:
 
 def sweep_files(out: Path) -> Callable[[Cell], CellFiles]:
     """The layout of ``prefrl sweep``: ``out/cells/<cell>/`` holds ``run/``, ``result.json``
-    and ``error.txt``."""
+    and ``error.txt``, and ``run.lock`` while a cell runs (:mod:`prefrl.run.cell_guard`)."""
 
     def files(c: Cell) -> CellFiles:
         d = out / "cells" / c.name
@@ -429,6 +448,13 @@ def run_cells(
     done_before = outcome.skipped + outcome.reused
     t0 = time.perf_counter()
     if todo:
+        from prefrl.run.cell_guard import Driver, holder, wait_line
+
+        for c in todo:  # a cell of a killed sweep still running: its cell here waits for it
+            pid = holder(where[c].run_dir)
+            if pid is not None:
+                wait_line(c.name, where[c].run_dir)(pid)
+        driver = dataclasses.asdict(Driver.this())
         ray = _ray_init(sc)
         try:
             task = ray.remote(num_cpus=sc.cpus_per_cell, num_gpus=sc.gpus_per_cell, max_retries=0)(run_cell)
@@ -441,6 +467,7 @@ def run_cells(
                     str(where[c].result),
                     sc.eval_episodes,
                     threads,
+                    driver,
                 ): c
                 for c in todo
             }
