@@ -160,12 +160,6 @@ def test_a_web_run_uses_every_answer_given(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # three runs, the first killed and resumed: about 3 minutes of CPU
-def test_a_web_run_uses_every_answer_given(tmp_path: Path) -> None:
-    """The default suite's variant: one run of 4 labels (the ones below take minutes)."""
-    _web_runs(tmp_path, n_runs=1, kills=0, labels=4)
-
-
-@pytest.mark.slow  # three runs, the first killed and resumed: about 3 minutes of CPU
 def test_three_web_runs_use_every_answer_given(tmp_path: Path) -> None:
     _web_runs(tmp_path, n_runs=3, kills=1, labels=6)
 
