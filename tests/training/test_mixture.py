@@ -61,3 +61,21 @@ def test_join_shifts_the_older_clips_and_the_split_is_even(batches) -> None:
     assert join_queries((f1, p1), (f2, p2[:0]))[0] is f1
     assert [older_share(n, 0.5) for n in (0, 1, 2, 10, 11)] == [0, 0, 1, 5, 6]
     assert older_share(10, 0.0) == 0 and older_share(10, 1.0) == 9  # at least one recent pair
+
+
+def test_a_run_with_mixture_queries_asks_half_its_rounds_from_older_episodes(tmp_path) -> None:
+    import csv
+    import json
+
+    from prefrl.cli.main import main
+
+    run = tmp_path / "run"
+    args = ["train", "--run-dir", str(run), "--no-progress", "--eval-episodes", "1"]
+    args += ["--loop.total-steps", "2400", "--loop.initial-steps", "400", "--loop.iterations", "4"]
+    args += ["--loop.total-labels", "16", "--loop.labels-per-round", "4", "--loop.fragment-length", "20"]
+    args += ["--loop.archive-share", "0.5", "--agent.batch-size", "32", "--reward.ensemble-size", "2"]
+    assert main(args) == 0
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    older = [float(r["labels/archive_pairs"] or 0) for r in rows]
+    assert older == [0.0, 2.0, 2.0, 2.0]  # none before any older episodes exist, then half of 4
+    assert json.loads((run / "report.json").read_text())["labels_used"] == 16

@@ -113,6 +113,12 @@ class LoopConfig:
     prefers a clip on, the learned reward. Changes nothing in runs whose labels are not all ties."""
     exploration_frac: float = 0.0
     """Share of query clips taken from random-action episodes (exploration mixing)."""
+    archive_share: float = 0.0
+    """Mixture queries (PPE): share of each round's queries whose clips come from the episodes of
+    earlier iterations, the pairs the reward ensemble disagrees on most; the rest come from the
+    latest episodes as usual. 0: off (PPE used 0.5)."""
+    archive_steps: int = 50_000
+    """Mixture queries: environment steps of earlier episodes kept for them (the newest)."""
     exploration_bonus: float = 0.0
     """RUNE: the agent's reward gets this weight x the reward ensemble's std (its
     disagreement), decaying as exploration_bonus x (1 - exploration_bonus_decay)^env_steps; 0: off."""
@@ -143,6 +149,11 @@ class LoopConfig:
             raise ValueError(f"total_labels must be >= 1, got {self.total_labels}")
         if self.end_clip_frac is not None and not 0.0 <= self.end_clip_frac <= 1.0:
             raise ValueError(f"end_clip_frac must lie in [0, 1], got {self.end_clip_frac}")
+        if not 0.0 <= self.archive_share < 1.0 or self.archive_steps < 1:
+            raise ValueError(
+                f"need archive_share in [0, 1) and archive_steps >= 1, got {self.archive_share} "
+                f"and {self.archive_steps}"
+            )
         if not 0.0 <= self.exploration_frac < 1.0:
             raise ValueError(f"exploration_frac must lie in [0, 1), got {self.exploration_frac}")
         if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:

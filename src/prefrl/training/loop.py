@@ -69,6 +69,7 @@ from prefrl.training.config import (
     resolve_selection,
     tie_fraction,
 )
+from prefrl.training.mixture import EpisodeArchive, archive_pairs, join_queries, older_share
 from prefrl.training.progress import StatusLine
 from prefrl.training.queries import candidate_pairs, choose_pairs
 
@@ -138,6 +139,7 @@ class PreferenceLoop:
             # loop resets the statistics after each reward update instead of folding batches in
             reward.configure(normalize=config.normalize_reward, fast=True, update_stats=not self.off_policy)
         self._episodes: list[TrajectoryBatch] = []
+        self.archive = EpisodeArchive(config.archive_steps)  # mixture queries' older episodes
         self._labels_since_train = 0
         self._tie_warned = False
         self._tie_explorer: StateEntropyReward | None = None  # see _explore_on_ties
@@ -317,6 +319,9 @@ class PreferenceLoop:
             batch = TrajectoryBatch.concat([batch, self._policy_rollouts(n_rand, random=True)])
         active = (bool(c.active_selection) and len(self.dataset) > 0
                   and decided_labels(self.dataset.labels) >= c.active_selection_from)  # fmt: skip
+        older = self.archive.batch(self.state.fragment_length) if c.archive_share > 0 else None
+        n_old = older_share(n_queries, c.archive_share) if older is not None else 0
+        n_queries -= n_old  # the rest from the latest episodes
         n_cand = n_queries * (c.active_selection_oversampling if active else 1)
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
         self._fit_fragment_length(batch)
@@ -327,6 +332,12 @@ class PreferenceLoop:
         k = min(n_queries, len(cand))
         chosen, picked = choose_pairs(self.net, frags, cand, k, c, active, self.rng)
         pairs = cand[chosen]
+        if n_old and older is not None:  # mixture queries: the older half where the ensemble is least sure
+            length, over = self.state.fragment_length, c.active_selection_oversampling
+            old = archive_pairs(self.net, older, n_old, length, over, c.uncertainty_measure, self.rng)
+            frags, pairs = join_queries((frags, pairs), old)
+            picked["labels/archive_pairs"] = float(len(old[1]))
+            k = len(pairs)
         self.state.queries_asked += k
         if self.async_teacher is not None:
             self.async_teacher.submit(frags, pairs)
@@ -408,6 +419,8 @@ class PreferenceLoop:
             self._write_labels_state()
         elif self._iteration_labels.get("iteration") == i:  # asked before a crash, this iteration
             m.update({k: v for k, v in self._iteration_labels.items() if k.startswith("labels/")})
+        if self.config.archive_share > 0 and self.trajectories is None:  # older clips for mixture queries
+            self.archive.add(batch)
         if self.async_teacher is not None:
             self._poll()
             if len(self.dataset) == 0:
