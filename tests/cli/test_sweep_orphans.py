@@ -162,3 +162,44 @@ def test_killing_the_driver_stops_its_running_cells(tmp_path: Path) -> None:
                     p.kill()
                 except psutil.Error:
                     pass
+
+
+@pytest.mark.slow  # a real Ray and two tiny runs
+def test_a_rerun_waits_for_a_process_still_writing_a_cells_run_directory(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    from prefrl.run.sweep import SweepConfig, grid
+
+    out = tmp_path / "sweep"
+    sc = SweepConfig(env=["Pendulum-v1"], labels=[3], seeds=1, steps=500, out=str(out))
+    learned, _ = grid(sc, {})
+    run = out / "cells" / learned[0].name / "run"
+    old = _python(HOLDER, str(run))  # a cell of a killed sweep that Ray has not stopped yet
+    cmd = [sys.executable, "-m", "prefrl.cli.main", "sweep", "--out", str(out), "--env", "Pendulum-v1",
+           "--labels", "3", "--seeds", "1", "--steps", "500", "--num-cpus", "2", "--eval-episodes", "1",
+           "--no-progress", "--set", "loop.initial_steps=200", "loop.iterations=2",
+           "loop.fragment_length=20", "agent.net_arch=[16,16]", "agent.batch_size=32",
+           "reward.hidden=[16,16]", "trainer.epochs=5"]  # fmt: skip
+    sweep = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert old.stdout is not None and old.stdout.readline().strip() == "locked"
+        assert sweep.stderr is not None
+        line = sweep.stderr.readline()
+        assert f"cell {learned[0].name}: process {old.pid} still writes {run}" in line, line
+        time.sleep(5.0)
+        assert not (run / "config.json").exists(), "the rerun's cell wrote beside a running one"
+        os.kill(old.pid, signal.SIGKILL)
+        stdout, stderr = sweep.communicate(timeout=600)
+        assert sweep.returncode == 0, stderr[-3000:]
+        assert json.loads(stdout.strip().splitlines()[-1])["ran"] == 2
+        assert (run / "report.json").exists() and holder(run) is None
+    finally:
+        for p in (old, sweep):
+            if p.poll() is None:
+                p.kill()
+            p.wait(30)
+        try:
+            os.killpg(sweep.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
