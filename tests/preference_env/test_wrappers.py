@@ -255,7 +255,9 @@ def test_old_option_names_still_work_with_a_warning() -> None:
 
 
 def test_close_and_garbage_collection_stop_processes() -> None:
-    env = PreferenceEnv(state_env(), reward_process=True, **FAST)
+    base = state_env()
+    net = MLPReward(base.observation_space, base.action_space)  # reads (s, a): the rewarder pre-scores it
+    env = PreferenceEnv(base, reward_process=True, reward_net=net, **FAST)
     assert env.background_pids() == {}  # started by the first reset
     env.reset(seed=0)
     roles = env.background_pids()
@@ -395,7 +397,8 @@ def test_rewarder_process_gives_the_networks_rewards(tmp_path: Path, obs_type: s
         reward_process=process, **FAST,
     )  # fmt: skip
     obs, _ = env.reset(seed=0)
-    assert ("rewarder" in env.background_pids()) == (process and obs_type != "pixels-next")
+    # the default state reward reads s' (prefrl train's MLP): scored once the step is made
+    assert ("rewarder" in env.background_pids()) == (process and obs_type == "pixels")
     rng = np.random.default_rng(0)
     for _ in range(60):
         a = rng.integers(0, 5, 3)

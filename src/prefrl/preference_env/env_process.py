@@ -20,10 +20,10 @@ from prefrl.preference_env.config import PreferenceEnvConfig
 from prefrl.preference_env.rewarder import overlappable, request_fields
 from prefrl.preference_env.ring import RingSpec
 from prefrl.preference_env.runtime import Runtime
-from prefrl.rewards.cnn import CNNReward, cnn_architecture
+from prefrl.rewards.cnn import CNNReward
+from prefrl.rewards.config import RewardNetConfig
 from prefrl.rewards.inference import RewardFn, reward_fn
 from prefrl.rewards.io import load_reward_net
-from prefrl.rewards.mlp import MLPReward
 from prefrl.rewards.nets import RewardNet
 from prefrl.rewards.normalization import RewardNormalizer
 from prefrl.rewards.spaces import is_image_space
@@ -45,14 +45,26 @@ REWARDER_MIN_ENVS = 4
 """``reward_process=None`` starts the rewarder from this many envs (see the config)."""
 
 
+IMAGE_REWARD = RewardNetConfig(ensemble_size=1, cnn_features="flat", action_heads=False)
+"""The wrapper's default reward for image observations: one flat CNN (layers by image size, see
+:func:`~prefrl.rewards.cnn.cnn_architecture`: the 40x40 moving dot gets a small one) reading
+(s, a). ``prefrl train``'s (three members, keypoints of s and s' for small images, a head per
+Discrete action) has no NumPy per-step path and cost ~100x more per step in the environment
+process; three flat members cost 2.4x at 16 envs (docs/wrapper.md)."""
+
+
+def default_config(obs_space: spaces.Space[Any], act_space: spaces.Space[Any]) -> RewardNetConfig:
+    """The config of the network the wrapper trains when given none, resolved for the spaces
+    by the same :meth:`~prefrl.rewards.config.RewardNetConfig.resolved` as ``prefrl train``'s:
+    for state observations ``prefrl train``'s default (:class:`RewardNetConfig`: three MLPs of
+    64x64 reading s, a and s'), for images :data:`IMAGE_REWARD`."""
+    base = IMAGE_REWARD if is_image_space(obs_space) else RewardNetConfig()
+    return base.resolved(obs_space, act_space)
+
+
 def default_net(obs_space: spaces.Box, act_space: spaces.Space[Any]) -> RewardNet:
-    """``CNNReward`` for uint8 images (layers by image size, see
-    :func:`~prefrl.rewards.cnn.cnn_architecture`: the 40x40 moving dot gets a small CNN whose
-    per-step reward in the environment process costs a fraction of the core default),
-    ``MLPReward`` otherwise."""
-    if is_image_space(obs_space):
-        return CNNReward(obs_space, act_space, **cnn_architecture(obs_space))
-    return MLPReward(obs_space, act_space)
+    """The reward network the wrapper trains when it is given none (:func:`default_config`)."""
+    return default_config(obs_space, act_space).build(obs_space, act_space)
 
 
 class PreferenceCore:

@@ -3,6 +3,7 @@ builds every default network, for ``prefrl train``, the preference wrapper and t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -105,6 +106,20 @@ class RewardNetConfig:
             self.resolve_next_obs(obs_space) if self.use_next_obs is None else self.use_next_obs
         )
         return not motion
+
+    def resolved(self, obs_space: Any, act_space: Any) -> RewardNetConfig:
+        """A copy with the choices the spaces decide made (``use_next_obs``, ``cnn_features``,
+        ``action_heads``); ``output="auto"`` needs an environment to probe and stays (``prefrl
+        train`` resolves it, :func:`~prefrl.run.setup.resolve_reward_output`; :meth:`build`
+        reads it as linear). ``prefrl train`` and the preference wrapper build their default
+        networks through this one method."""
+        next_obs = self.resolve_next_obs(obs_space) if self.use_next_obs is None else self.use_next_obs
+        return dataclasses.replace(
+            self,
+            use_next_obs=next_obs,
+            cnn_features=self.resolve_cnn_features(obs_space),
+            action_heads=self.resolve_action_heads(obs_space, act_space),
+        )
 
     def build(self, obs_space: Any, act_space: Any) -> RewardNet:
         """The network; an unresolved ``output="auto"`` (no environment was probed, see

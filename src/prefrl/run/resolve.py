@@ -78,18 +78,9 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
         cfg = resolve_agent(cfg, act_space)
     reward = cfg.reward
     if cfg.resume is None:  # config.json names the output, inputs and CNN features used
-        output = (
-            resolve_reward_output(cfg, cfg.env.parsed_kwargs()) if reward.output == "auto" else reward.output
-        )
-        reward = dataclasses.replace(
-            reward,
-            output=output,
-            use_next_obs=reward.resolve_next_obs(obs_space)
-            if reward.use_next_obs is None
-            else reward.use_next_obs,
-            cnn_features=reward.resolve_cnn_features(obs_space),
-            action_heads=reward.resolve_action_heads(obs_space, act_space),
-        )
+        reward = reward.resolved(obs_space, act_space)
+        if reward.output == "auto":
+            reward = dataclasses.replace(reward, output=resolve_reward_output(cfg, cfg.env.parsed_kwargs()))
     loop = dataclasses.replace(resolve_selection(cfg.loop, reward.ensemble_size), seed=cfg.seed)
     trainer = dataclasses.replace(cfg.trainer, seed=cfg.seed)
     if cfg.teacher == "web" and cfg.store is None:
