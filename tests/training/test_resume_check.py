@@ -128,3 +128,43 @@ def test_bad_file_stops_resume_with_one_line_and_changes_nothing(
     assert len(lines) == 1 and "Traceback" not in err, err
     assert str(bad) in lines[0] and field in lines[0], err
     assert _snapshot(run) == before  # nothing rewritten, no TensorBoard file added
+
+
+class _AnsweredAfterTheKill:
+    """A web teacher's side of a resume: one answer came in after the process was killed."""
+
+    def __init__(self, fragments: object, asked: int) -> None:
+        self.fragments, self.asked = fragments, asked
+
+    def submit(self, fragments: object, pairs: np.ndarray) -> None:
+        raise AssertionError("nothing is asked before the checkpoint loaded")
+
+    def poll(self, all: bool = False) -> list[tuple[object, np.ndarray, np.ndarray, np.ndarray]]:
+        return [(self.fragments, np.array([[0, 1]]), np.array([1.0]), np.array([10**6]))]
+
+    def pending(self) -> int:
+        return 0
+
+    def resume(self) -> int:
+        return self.asked
+
+
+def test_a_checkpoint_whose_policy_fails_to_load_takes_no_answer_and_writes_nothing(tmp_path: Path) -> None:
+    """The agent is loaded before the labels are restored: answers that came in after the kill
+    are taken (and saved) only by a resume that goes on."""
+    from prefrl.training.config import LoopConfig
+    from tests.training.test_loop import build
+
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=200, fragment_length=10)
+    first = build(cfg, tmp=tmp_path)
+    first.run()
+    first.save_checkpoint()
+    before = _snapshot(tmp_path)
+    again = build(cfg, teacher=_AnsweredAfterTheKill(first.dataset.fragments, 4), tmp=tmp_path)
+
+    def broken(path: Path) -> object:
+        raise ValueError(f"{path}: field 'observation_space' differs")
+
+    with pytest.raises(ValueError, match="observation_space"):
+        again.load_checkpoint(broken)
+    assert _snapshot(tmp_path) == before

@@ -86,6 +86,14 @@ class LoopCheckpoint:
         state = loop.ckpt.read_state(path)
         if loop.config_hash and state.get("config_hash") not in ("", loop.config_hash):
             raise ValueError(f"{path}: this checkpoint was written by a run with a different config")
+        if loop.agent is not None:  # first: a policy or buffer that fails to load leaves every file as it was
+            if agent_loader is None:
+                raise ValueError("resuming an agent run needs an agent_loader")
+            loop.agent = agent_loader(path / "policy.zip")
+            if loop.off_policy:
+                load_replay_buffer(loop.agent.replay_buffer, path / "replay_buffer.npz")
+            if loop.reward is not None and state.get("normalizer"):
+                loop.reward.normalizer.load_state_dict(state["normalizer"])
         loop.trainer.load_state_dict(load_learner(path, loop.net))
         if loop.reward is not None:
             loop.reward.refresh()
@@ -105,12 +113,4 @@ class LoopCheckpoint:
         loop._labels_since_train = int(state.get("labels_since_train", 0)) + max(
             0, len(loop.dataset) - n_ckpt
         )
-        if loop.agent is not None:
-            if agent_loader is None:
-                raise ValueError("resuming an agent run needs an agent_loader")
-            loop.agent = agent_loader(path / "policy.zip")
-            if loop.off_policy:
-                load_replay_buffer(loop.agent.replay_buffer, path / "replay_buffer.npz")
-            if loop.reward is not None and state.get("normalizer"):
-                loop.reward.normalizer.load_state_dict(state["normalizer"])
         return True
