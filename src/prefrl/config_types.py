@@ -32,10 +32,10 @@ def _wrapped_as_paragraphs(join: Callable[[str], str]) -> Callable[[str], str]:
     def joined(text: str) -> str:
         return join(inspect.cleandoc(text))
 
-    joined.prefrl_cleandoc = True  # type: ignore[attr-defined]
+    joined.__dict__["prefrl_cleandoc"] = True  # marks tyro's joiner as wrapped once
     return joined
 
 
 _join = getattr(tyro._strings, "remove_single_line_breaks", None)
 if _join is not None and not getattr(_join, "prefrl_cleandoc", False):
-    tyro._strings.remove_single_line_breaks = _wrapped_as_paragraphs(_join)
+    vars(tyro._strings)["remove_single_line_breaks"] = _wrapped_as_paragraphs(_join)

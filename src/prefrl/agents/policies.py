@@ -115,7 +115,7 @@ class SpatialSoftmaxCNN(BaseFeaturesExtractor):
         self, observation_space: spaces.Box, features_dim: int = 128, channels: int = 8, pool: int = 2
     ) -> None:
         super().__init__(observation_space, features_dim)
-        c, h, w = observation_space.shape  # type: ignore[misc]
+        c, h, w = observation_space.shape
         self.pool = pool if min(h, w) >= 8 * pool else 1
         self.mix = nn.Conv2d(c, channels, 1)
         self.sharpness = nn.Parameter(torch.ones(c + channels))

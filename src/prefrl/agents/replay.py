@@ -52,7 +52,9 @@ class _Hybrid:
         skip = 1 if self.optimize_memory_usage and self.full else 0  # row ``pos`` is invalid then
         window = min(self.recent_size, rows - skip)
         n_recent = round(batch_size * self.recent_frac) if window > 0 else 0
-        recent = (self.pos - 1 - randint(0, window, n_recent)) % self.buffer_size if n_recent else []
+        recent: np.ndarray | list[int] = []
+        if n_recent:
+            recent = (self.pos - 1 - randint(0, window, n_recent)) % self.buffer_size
         if self.full:
             rest = (randint(skip, self.buffer_size, batch_size - n_recent) + self.pos) % self.buffer_size
         else:
@@ -64,5 +66,5 @@ class HybridReplayBuffer(_Hybrid, ReplayBuffer):
     """SB3's ``ReplayBuffer`` with hybrid sampling (``recent_frac``, ``recent_size`` rows)."""
 
 
-class HybridDictReplayBuffer(_Hybrid, DictReplayBuffer):  # type: ignore[misc]
+class HybridDictReplayBuffer(_Hybrid, DictReplayBuffer):
     """SB3's ``DictReplayBuffer`` (Dict observations) with hybrid sampling."""

@@ -133,10 +133,10 @@ def _compatible(a: spaces.Space[Any], b: spaces.Space[Any]) -> bool:
     """Same kind, shape and dtype (bounds may differ); Dict and Tuple spaces part by part."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, spaces.Dict):
-        return a.keys() == b.keys() and all(_compatible(a[k], b[k]) for k in a.keys())  # type: ignore[index]
-    if isinstance(a, spaces.Tuple):
-        return len(a) == len(b) and all(_compatible(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
-    if isinstance(a, spaces.Discrete):
-        return int(a.n) == int(b.n) and int(a.start) == int(b.start)  # type: ignore[attr-defined]
+    if isinstance(a, spaces.Dict) and isinstance(b, spaces.Dict):
+        return a.keys() == b.keys() and all(_compatible(a[k], b[k]) for k in a.keys())
+    if isinstance(a, spaces.Tuple) and isinstance(b, spaces.Tuple):
+        return len(a) == len(b) and all(_compatible(x, y) for x, y in zip(a, b))
+    if isinstance(a, spaces.Discrete) and isinstance(b, spaces.Discrete):
+        return int(a.n) == int(b.n) and int(a.start) == int(b.start)
     return a.shape == b.shape and a.dtype == b.dtype

@@ -321,7 +321,9 @@ def buffer_transitions(agent: OffPolicyAlgorithm, rows: slice) -> tuple[Any, np.
     if isinstance(agent.action_space, spaces.Box):
         acts = agent.policy.unscale_action(acts)
     # Discrete actions are stored as [M, 1]: back to [M] integers, as the env took them
-    acts = acts.reshape(len(acts), *agent.action_space.shape).astype(agent.action_space.dtype, copy=False)
+    acts = acts.reshape(len(acts), *(agent.action_space.shape or ())).astype(
+        agent.action_space.dtype, copy=False
+    )
     terminal = flat(buf.dones) * (1 - flat(buf.timeouts))
     obs, next_obs = flat(buf.observations), flat(buf.next_observations)
     venv = agent.get_env()
@@ -373,7 +375,7 @@ def save_replay_buffer(buffer: ReplayBuffer, path: str | Path) -> Path:
         "buffer_size": buffer.buffer_size,
         "n_envs": buffer.n_envs,
     }
-    arrays = {"__meta__": np.array(json.dumps(meta))}
+    arrays: dict[str, Any] = {"__meta__": np.array(json.dumps(meta))}
     for name in _BUF_FIELDS:
         arrays[name] = getattr(buffer, name)[:n]
     tmp = path.with_name(path.name + ".tmp.npz")

@@ -9,9 +9,10 @@ applies and bundles it into one HTML page.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -39,7 +40,7 @@ from prefrl.preference.trainer import true_pair_accuracy
 from prefrl.rewards import build_reward_net, load_reward_net, save_reward_net
 from prefrl.rewards.spaces import is_image_space
 from prefrl.storage.checkpoint import dumps
-from prefrl.training.loop import HELDOUT_PAIRS
+from prefrl.training.config import HELDOUT_PAIRS
 
 
 @dataclass
@@ -399,7 +400,7 @@ class Report(Common):
         images: list[tuple[str, Path]] = []
         notes: list[str] = []
         metrics: dict[str, float] = {}
-        steps: list[tuple[str, Common]] = []
+        steps: list[tuple[str, Any]] = []  # (caption, a subcommand with execute())
         if src.metrics_csv() is not None:
             steps.append(("Training curves", Training(**common)))
         if src.reward is not None:
@@ -436,12 +437,12 @@ class Report(Common):
         return {"report": str(path)}
 
 
-def _dump(d: dict, path: Path) -> dict:
+def _dump(d: dict[str, Any], path: Path) -> dict[str, Any]:
     path.write_text(dumps(d, indent=2))
     return d
 
 
-SUBCOMMANDS = {
+SUBCOMMANDS: dict[str, Callable[..., Any]] = {
     "evaluate": Evaluate,
     "epic": Epic,
     "curves": Curves,
@@ -463,7 +464,7 @@ def main(argv: list[str]) -> int:
         SUBCOMMANDS,
         prog="prefrl interpret",
         description=(__doc__ or "").replace("``", ""),  # plain text in --help
-        args=argv,  # type: ignore[arg-type]
+        args=argv,
     )
     try:
         result = cmd.execute()

@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefrl.run.config import EnvConfig, RewardNetConfig, TrainConfig, config_to_dict, parse_args
+from prefrl.envs.config import EnvConfig
+from prefrl.rewards.config import RewardNetConfig
+from prefrl.run.config import TrainConfig, config_to_dict, parse_args
 from prefrl.run.train import build_run, format_report, train
 
 __all__ = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -166,7 +167,7 @@ class PreferenceDataset:
             "next_id": self.next_id,
             "length": None if self.fragments is None else self.fragments.length,
         }
-        arrays: dict[str, np.ndarray] = {
+        arrays: dict[str, Any] = {
             "__meta__": np.array(json.dumps(meta)),
             "pairs": self.pairs,
             "labels": self.labels,

@@ -215,13 +215,13 @@ class Fragments:
         return Fragments(
             obs_concat([p.table_obs for p in parts]),
             np.concatenate([p.table_acts for p in parts]),
-            np.concatenate([p.table_rews for p in parts]) if has_rews else None,  # type: ignore[misc]
+            np.concatenate([p.table_rews for p in parts]) if has_rews else None,
             np.concatenate([p.table_dones for p in parts]),
             np.concatenate([p.rows + o for p, o in zip(parts, offsets)]),
             parts[0].length,
             np.concatenate([p.episode for p in parts]),
             np.concatenate([p.start for p in parts]),
-            np.concatenate([p.table_frames for p in parts]) if has_frames else None,  # type: ignore[misc]
+            np.concatenate([p.table_frames for p in parts]) if has_frames else None,
             None if all(p.real is None for p in parts) else np.concatenate([p.reals for p in parts]),
         )
 

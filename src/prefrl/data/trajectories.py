@@ -12,7 +12,7 @@ every frame exactly once.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +153,7 @@ class TrajectoryBatch:
         return cls(
             obs=obs_concat([b.obs for b in batches]),
             acts=np.concatenate([b.acts for b in batches]),
-            rews=np.concatenate([b.rews for b in batches]) if has_rews else None,  # type: ignore[misc]
+            rews=np.concatenate([b.rews for b in batches]) if has_rews else None,
             lengths=np.concatenate([b.lengths for b in batches]),
             terminated=np.concatenate([b.terminated for b in batches]),
             truncated=np.concatenate([b.truncated for b in batches]),
@@ -202,7 +202,7 @@ class TrajectoryBatch:
             infos={k: v[s : s + t] for k, v in self.infos.items()} or None,
         )
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Trajectory]:
         return (self.episode(i) for i in range(len(self)))
 
     def episode_returns(self) -> np.ndarray:
@@ -218,7 +218,7 @@ class TrajectoryBatch:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"format": TRAJ_FORMAT, "version": TRAJ_VERSION}
-        arrays: dict[str, np.ndarray] = {
+        arrays: dict[str, Any] = {
             "__meta__": np.array(json.dumps(meta)),
             **obs_to_flat_dict("obs", self.obs),
             "acts": self.acts,

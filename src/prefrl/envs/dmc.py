@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -96,7 +96,7 @@ class FlattenBoxDict(gym.ObservationWrapper):
             raise ValueError(f"FlattenBoxDict needs a Dict of Box observations, got {space}")
         assert isinstance(space, spaces.Dict)
         self._keys = list(space.spaces)
-        boxes = [space.spaces[k] for k in self._keys]
+        boxes = [cast(spaces.Box, space.spaces[k]) for k in self._keys]  # is_box_dict checked
         low = np.concatenate([np.asarray(b.low, np.float64).reshape(-1) for b in boxes])
         high = np.concatenate([np.asarray(b.high, np.float64).reshape(-1) for b in boxes])
         self.observation_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)

@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -49,7 +49,7 @@ COLORS = {
 class GridWorldEnv(gym.Env):
     """A deterministic (or slippery) grid with a goal and lava cells; see module docstring."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}  # noqa: RUF012  (gymnasium.Env declares it per instance)
 
     def __init__(
         self,
@@ -132,12 +132,14 @@ class GridWorldEnv(gym.Env):
         return r
 
     # ---------------------------------------------------------------- gym
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
         super().reset(seed=seed)
         self._state, self._t = self.start_state, 0
         return self._state, {}
 
-    def step(self, action: Any) -> tuple[int, float, bool, bool, dict]:
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
         a = int(action)
         if not 0 <= a < 4:
             raise ValueError(f"action must be in 0..3 (up, right, down, left), got {action}")

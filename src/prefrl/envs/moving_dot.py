@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -47,7 +47,7 @@ class MovingDotEnv(gym.Env[np.ndarray, np.int64]):
         render_mode: ``"rgb_array"`` returns the ``[size, size, 3]`` image from ``render()``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 30}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}  # noqa: RUF012  (gymnasium.Env declares it per instance)
 
     def __init__(
         self,
@@ -126,5 +126,5 @@ class MovingDotEnv(gym.Env[np.ndarray, np.int64]):
         info = {"distance": self._distance(), "reached": reached}
         return self._obs(), float(reward), False, self._t >= self.max_steps, info
 
-    def render(self) -> np.ndarray | None:  # type: ignore[override]
+    def render(self) -> np.ndarray | None:
         return self._image() if self.render_mode == "rgb_array" else None

@@ -50,7 +50,7 @@ class Runtime:
         self,
         config: PreferenceEnvConfig,
         state: dict[str, torch.Tensor],
-        net_config: dict,
+        net_config: dict[str, Any],
         ring: RingSpec | None = None,
         rewarder: list[Field] | None = None,
     ) -> None:
@@ -181,7 +181,7 @@ class Runtime:
         mean, std, steps = a["meta"].tolist()
         return a["out"].copy(), mean, std, int(steps)
 
-    def request(self, cmd: tuple, timeout: float = 120.0) -> Any:
+    def request(self, cmd: tuple[Any, ...], timeout: float = 120.0) -> Any:
         """Send a command to the trainer and wait for its reply (raising worker errors)."""
         if "trainer" not in self.procs:
             raise RuntimeError(f"mode {self.config.mode!r} runs no trainer process to ask")

@@ -118,7 +118,7 @@ def _dense_tail(mlp: EnsembleMLP, squash: bool = False) -> list[tuple[Array, Arr
     """
     e = mlp.ensemble_size
     out: list[tuple[Array, Array]] = []
-    layers = list(mlp.layers)[1:]
+    layers = mlp.linears[1:]
     for i, layer in enumerate(layers):
         w = layer.weight.detach().cpu().numpy().astype(np.float32)  # [E, in, out]
         b = layer.bias.detach().cpu().numpy().astype(np.float32)  # [E, out]
@@ -131,7 +131,7 @@ def _dense_tail(mlp: EnsembleMLP, squash: bool = False) -> list[tuple[Array, Arr
 
 def _first_layer(mlp: EnsembleMLP) -> tuple[Array, Array]:
     """First layer as ``[in, E*out]`` (members side by side) and bias ``[E*out]``."""
-    layer = mlp.layers[0]
+    layer = mlp.linears[0]
     w = layer.weight.detach().cpu().numpy().astype(np.float32)  # [E, in, out]
     b = layer.bias.detach().cpu().numpy().astype(np.float32)
     e, d_in, d_out = w.shape
@@ -361,8 +361,8 @@ def _cnn(net: CNNReward) -> FastReward | None:
     for k, s, dense in layers:
         oh, ow, oc = (oh - k) // s + 1, (ow - k) // s + 1, dense.shape[1] // e
     f = oc * oh * ow
-    w1 = net.head.layers[0].weight.detach().cpu().numpy().astype(np.float32)  # [E, F + vec, H]
-    b1 = net.head.layers[0].bias.detach().cpu().numpy().astype(np.float32).reshape(-1)
+    w1 = net.head.linears[0].weight.detach().cpu().numpy().astype(np.float32)  # [E, F + vec, H]
+    b1 = net.head.linears[0].bias.detach().cpu().numpy().astype(np.float32).reshape(-1)
     hid = w1.shape[2]
     # head rows: member g's feature (o, y, x) -> channels-last flat index (y, x, g, o)
     head = np.zeros((oh, ow, e, oc, e * hid), np.float32)

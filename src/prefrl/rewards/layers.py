@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -77,7 +78,7 @@ class _ReluMLPFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, shared: bool, *params: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx: Any, x: torch.Tensor, shared: bool, *params: torch.Tensor) -> torch.Tensor:
         n = len(params) // 2
         hs = []
         h = x
@@ -98,7 +99,7 @@ class _ReluMLPFunction(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, g: torch.Tensor):  # type: ignore[override]
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         saved = ctx.saved_tensors
         n = len(saved) // 3  # saved = x, (n - 1) hidden activations, 2n parameters
         x, hs, params = saved[0], saved[1:n], saved[n:]
@@ -165,8 +166,8 @@ class EnsembleMLP(nn.Module):
             lead = x.shape[:-1]
             h = x.reshape(-1, x.shape[-1])
         if self.fast:
-            params = [p for layer in self.layers for p in (layer.weight, layer.bias)]
-            h = _ReluMLPFunction.apply(h, not per_member, *params)
+            params = [p for layer in self.linears for p in (layer.weight, layer.bias)]
+            h = _ReluMLPFunction.apply(h, not per_member, *params)  # type: ignore[no-untyped-call]  # torch's Function.apply has no annotations
             return h.reshape(e, *lead, -1)
         shared = not per_member
         for i, layer in enumerate(self.layers):
@@ -176,9 +177,15 @@ class EnsembleMLP(nn.Module):
                 h = self.act(h)
         return h.reshape(e, *lead, -1)
 
+    @property
+    def linears(self) -> list[EnsembleLinear]:
+        """The layers, typed (``layers`` is an ``nn.ModuleList``)."""
+        return [cast(EnsembleLinear, m) for m in self.layers]
+
     def l2_per_member(self) -> torch.Tensor:
         """``[E]`` sum of squared weights (biases excluded) of each member."""
-        return sum(layer.weight.pow(2).sum(dim=(1, 2)) for layer in self.layers)  # type: ignore[return-value]
+        terms = [layer.weight.pow(2).sum(dim=(1, 2)) for layer in self.linears]
+        return sum(terms[1:], terms[0])
 
 
 def coordinate_grid(h: int, w: int, device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:

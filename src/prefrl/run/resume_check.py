@@ -66,7 +66,8 @@ def check_state(path: Path, state: dict[str, Any], max_queries: int = MAX_COUNT)
     if state.get("normalizer") is not None and not isinstance(state["normalizer"], dict):
         raise ValueError(f"{path}: field 'normalizer' must be an object or null")
     try:
-        np.random.default_rng().bit_generator.state = state.get("rng")
+        rng_state: Any = state.get("rng")  # checked by the generator itself
+        np.random.default_rng().bit_generator.state = rng_state
     except (TypeError, ValueError, KeyError, OverflowError) as e:
         raise ValueError(
             f"{path}: field 'rng' is not a NumPy generator state ({type(e).__name__}: {e})"
@@ -140,13 +141,13 @@ def check_resume(run: Path) -> None:
         max_queries = QUERY_SLACK * max(total, 1) + n_labels
     labels = ckpt.read_labels_state()
     if labels is not None:
-        path = ckpt.root / "labels.json"
+        labels_path = ckpt.root / "labels.json"
         if not isinstance(labels, dict):
-            raise ValueError(f"{path}: not a JSON object")
-        _count(path, labels, "queries_asked", max_queries)
+            raise ValueError(f"{labels_path}: not a JSON object")
+        _count(labels_path, labels, "queries_asked", max_queries)
         kept = labels.get("iteration_labels", {})
         if not isinstance(kept, dict) or not all(isinstance(v, int | float) for v in kept.values()):
-            raise ValueError(f"{path}: field 'iteration_labels' must map names to numbers")
+            raise ValueError(f"{labels_path}: field 'iteration_labels' must map names to numbers")
     check_metrics(run / "metrics.csv")
     path = ckpt.latest()
     if path is None:

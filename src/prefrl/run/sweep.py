@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import tyro
 
@@ -119,7 +119,7 @@ def parse_options(items: list[str], bare: str | None = None) -> dict[str, Any]:
     """``["section.option=value", ...]`` -> ``{"section.option": value}`` (JSON values), checked
     against prefrl train's config so that a typo fails before anything runs. A name without a
     section is a top-level option, or one of section ``bare`` when given."""
-    from prefrl.run.train import TrainConfig
+    from prefrl.run.config import TrainConfig
 
     cfg = TrainConfig()
     out: dict[str, Any] = {}
@@ -154,7 +154,7 @@ def apply_options(cfg: Any, options: dict[str, Any], bare: str | None = None) ->
 def grid(sc: SweepConfig, options: dict[str, Any]) -> tuple[list[Cell], list[Cell]]:
     """(learned cells, reference cells) of the sweep, agents resolved per environment."""
     from prefrl.agents.sb3 import check_env_id, make_env, resolve_algo
-    from prefrl.run.train import TrainConfig
+    from prefrl.run.config import TrainConfig
 
     default = TrainConfig()
     steps = sc.steps or default.loop.total_steps
@@ -217,8 +217,9 @@ def _run_cell(
 
     from prefrl.agents.evaluate import evaluation_mode, train_on_true_reward
     from prefrl.agents.sb3 import AgentConfig
-    from prefrl.run.config import parse_args
-    from prefrl.run.train import TrainConfig, train
+    from prefrl.run.config import TrainConfig, parse_args
+    from prefrl.run.train import train
+    from prefrl.teachers.spec import TeacherName
 
     c = Cell(**cell)
     run, result = Path(run_dir), Path(result_path)
@@ -231,7 +232,7 @@ def _run_cell(
         else:
             cfg = TrainConfig(
                 seed=c.seed,
-                teacher=c.teacher,
+                teacher=cast(TeacherName, c.teacher),  # a name from the grid, checked by make_teacher
                 run_dir=str(run),
                 force=True,
                 progress=False,
@@ -281,7 +282,7 @@ def reference_env_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     arguments and wrapper options from the sweep's ``env.*`` options (``env.kwargs``,
     ``env.hide_score``, ...), as the learned runs get them. Other options (loop, reward, agent)
     are the learned side's techniques; the reference agent keeps its defaults."""
-    from prefrl.run.train import TrainConfig
+    from prefrl.run.config import TrainConfig
 
     cfg = TrainConfig()
     apply_options(cfg, {k: v for k, v in options.items() if k.startswith("env.")})

@@ -81,7 +81,7 @@ def collect(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
     """Markdown: median score, range and seeds per environment, agent, teacher and budget."""
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["env"], r["agent"], r["teacher"], r["labels"], r["steps"]), []).append(r)
     lines = [

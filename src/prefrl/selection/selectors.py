@@ -58,8 +58,8 @@ def ensemble_logits(
     Each fragment is encoded and scored once, however many pairs it appears in.
     """
     pairs = np.asarray(pairs)
-    used, inv = np.unique(pairs, return_inverse=True)
-    inv = torch.as_tensor(inv.reshape(-1, 2), device=net.device)
+    used, inverse = np.unique(pairs, return_inverse=True)
+    inv = torch.as_tensor(inverse.reshape(-1, 2), device=net.device)
     returns = []
     w = discount ** torch.arange(fragments.length, dtype=torch.float32, device=net.device)
     chunk = fragments_per_chunk(net, fragments, chunk)  # a few Atari clips at a time, not thousands

@@ -103,9 +103,7 @@ def save_fragment(fragments: Fragments, i: int, path: Path) -> int:
     """Write fragment ``i``'s window (``L + 1`` observations, ``L`` actions…) to ``.npz``."""
     w = fragments.window(np.array([i]), extra=1)[0]  # [L+1]
     head = w[:-1]
-    arrays: dict[str, np.ndarray] = dict(
-        obs_to_flat_dict("obs", obs_map(lambda a: a[w], fragments.table_obs))
-    )
+    arrays: dict[str, Any] = dict(obs_to_flat_dict("obs", obs_map(lambda a: a[w], fragments.table_obs)))
     arrays["acts"] = fragments.table_acts[head]
     arrays["dones"] = fragments.table_dones[head]
     if fragments.table_rews is not None:

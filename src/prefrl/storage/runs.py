@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -38,7 +39,7 @@ def find_run(store: QueryStore, key: str) -> int | None:
     return None if rid is None else int(rid)
 
 
-def queries_under(store: QueryStore, keys: list[str]) -> int:
+def queries_under(store: QueryStore, keys: Sequence[str | None]) -> int:
     """Queries of every run whose id or title is one of ``keys``."""
     r, q = S.runs.c, S.queries.c
     runs = sa.select(r.id).where(sa.or_(r.name.in_(keys), r.title.in_(keys)))

@@ -85,10 +85,10 @@ def label_stats(store: QueryStore, run_id: int | None = None, hours: int = 24) -
         for (ua, a), (ub, b) in itertools.combinations(answers, 2):
             same = int(a == b)
             agree, total = agree + same, total + 1
-            for u in (ua, ub):
-                user_agree.setdefault(u, [0, 0])
-                user_agree[u][0] += same
-                user_agree[u][1] += 1
+            for who in (ua, ub):
+                user_agree.setdefault(who, [0, 0])
+                user_agree[who][0] += same
+                user_agree[who][1] += 1
     now = time.time()
     per_hour = [0] * hours
     for r in rows:
@@ -96,17 +96,17 @@ def label_stats(store: QueryStore, run_id: int | None = None, hours: int = 24) -
         if 0 <= age < hours:
             per_hour[hours - 1 - age] += 1
     labellers = []
-    for name, u in sorted(per_user.items()):
-        ms = sorted(u["ms"])
-        ua = user_agree.get(name)
+    for name, user in sorted(per_user.items()):
+        ms = sorted(user["ms"])
+        pairs = user_agree.get(name)
         labellers.append(
             {
                 "labeller": name,
-                "labels": u["labels"],
-                "answers": u["answers"],
+                "labels": user["labels"],
+                "answers": user["answers"],
                 "median_response_ms": ms[len(ms) // 2] if ms else None,
-                "agreement": None if not ua else ua[0] / ua[1],
-                "shared_pairs": 0 if not ua else ua[1],
+                "agreement": None if not pairs else pairs[0] / pairs[1],
+                "shared_pairs": 0 if not pairs else pairs[1],
             }
         )
     multi = sum(1 for a in by_query.values() if len(a) >= 2)

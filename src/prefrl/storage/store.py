@@ -64,6 +64,13 @@ __all__ = [
 ]
 
 
+def _new_id(result: sa.CursorResult[Any]) -> int:
+    """The primary key of the row an ``INSERT`` added."""
+    key = result.inserted_primary_key
+    assert key is not None  # an insert always has one
+    return int(key[0])
+
+
 class QueryStore(StoreDatabase):
     """Runs, clips, queries, labels and labellers (see :mod:`prefrl.storage.schema`).
 
@@ -97,7 +104,7 @@ class QueryStore(StoreDatabase):
                 ins = sa.insert(S.runs).values(
                     name=name, title=title or name, instruction=instruction or "", created=time.time()
                 )
-                return int(c.execute(ins).inserted_primary_key[0])
+                return _new_id(c.execute(ins))
             if instruction is not None:
                 c.execute(sa.update(S.runs).where(S.runs.c.id == rid).values(instruction=instruction))
             return int(rid)
@@ -130,7 +137,7 @@ class QueryStore(StoreDatabase):
         ids = []
         with self.write() as c:
             for r in rows:  # one by one: inserted ids are portable across backends
-                ids.append(int(c.execute(sa.insert(S.clips).values(**r)).inserted_primary_key[0]))
+                ids.append(_new_id(c.execute(sa.insert(S.clips).values(**r))))
         return ids
 
     def load_clip_fragments(self, clip_ids: Sequence[int]) -> Fragments:
@@ -278,7 +285,7 @@ class QueryStore(StoreDatabase):
                     expires=None if ttl_s is None else now + ttl_s,
                     consumed=False,
                 )
-                ids.append(int(c.execute(q).inserted_primary_key[0]))
+                ids.append(_new_id(c.execute(q)))
         self._count_changed(run_id, None)
         return ids
 
@@ -289,7 +296,9 @@ class QueryStore(StoreDatabase):
             cond.append(q.run_id == run_id)
         return cond
 
-    def next_query(self, user_id: int, run_id: int | None = None, lease_s: float = 30.0) -> dict | None:
+    def next_query(
+        self, user_id: int, run_id: int | None = None, lease_s: float = 30.0
+    ) -> dict[str, Any] | None:
         """Lease the best open query this labeller has not answered; ``None`` when there is none.
 
         Highest priority first, then oldest. A leased query is not shown to other labellers
@@ -309,7 +318,7 @@ class QueryStore(StoreDatabase):
                     q.lease_user == user_id, q.status == "open", q.lease_until >= now
                 )
             ).all()
-            row = next(
+            row: Any = next(  # a Row of the held query's columns, or of the free one's
                 (
                     r
                     for r in held
@@ -463,7 +472,7 @@ class QueryStore(StoreDatabase):
                 ins = sa.insert(S.labels).values(
                     query_id=query_id, user_id=user_id, answer=answer, response_ms=response_ms, created=now
                 )
-                label_id = int(c.execute(ins).inserted_primary_key[0])
+                label_id = _new_id(c.execute(ins))
                 closes = row.status == "open" and row.n_labels + 1 >= row.labels_needed
                 values: dict[str, Any] = dict(n_labels=q.n_labels + 1, lease_user=None, lease_until=None)
                 if closes:

@@ -187,7 +187,13 @@ class StoreTeacher:
         self._worker = threading.Thread(target=self._work, name="prefrl-clip-encoder", daemon=True)
         self._worker.start()
         ref = weakref.ref(self)
-        atexit.register(lambda: (t := ref()) is not None and t._stop(raise_errors=False))
+
+        def stop() -> None:
+            t = ref()
+            if t is not None:
+                t._stop(raise_errors=False)
+
+        atexit.register(stop)
 
     def _work(self) -> None:
         while True:

@@ -63,7 +63,7 @@ class ProgressBar(LoopCallback):
         if self.bar is None:
             return
         self.bar.update(self._done(loop) - self.bar.n)
-        post = {"labels": len(loop.dataset)}
+        post: dict[str, float] = {"labels": len(loop.dataset)}
         if "rollout/true_return" in metrics:
             post["true_return"] = round(metrics["rollout/true_return"], 1)
         if "reward/heldout_accuracy" in metrics:  # fresh clips ranked by the true reward

@@ -22,6 +22,7 @@ from prefrl.data.fragments import Fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
 from prefrl.selection import DisagreementSelector, UniformSelector
+from prefrl.selection.selectors import Measure
 from prefrl.training.queries import candidate_pairs
 
 
@@ -73,7 +74,7 @@ def archive_pairs(
     k: int,
     length: int,
     oversampling: int,
-    measure: str,
+    measure: Measure,
     rng: np.random.Generator,
 ) -> tuple[Fragments, np.ndarray]:
     """``k`` pairs ``[k', 2]`` (``k' <= k``) of clips cut from ``archive``, the ones of
