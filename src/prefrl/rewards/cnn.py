@@ -20,7 +20,7 @@ SMALL_IMAGE = 64
 
 def is_small_image(obs_space: spaces.Space[Any]) -> bool:
     """Both image sides at most :data:`SMALL_IMAGE` pixels (HWC or CHW)."""
-    shape = tuple(obs_space.shape)  # type: ignore[arg-type]
+    shape = tuple(obs_space.shape or ())  # an image space: never None
     hw = shape[1:] if channels_first(shape) else shape[:2]
     return max(hw) <= SMALL_IMAGE
 
@@ -50,8 +50,9 @@ def cnn_architecture(
         raise ValueError(
             f"a CNN reward needs uint8 image observations [H, W, C] or [C, H, W], got {obs_space}"
         )
-    shape = tuple(obs_space.shape)  # type: ignore[arg-type]
+    shape = tuple(obs_space.shape or ())  # an image space: never None
     hw = shape[1:] if channels_first(shape) else shape[:2]
+    arch: dict[str, tuple[int, ...]]
     if features == "spatial":
         arch = {"channels": (8,), "kernels": (1,), "strides": (1,), "hidden": (64,)}
     elif max(hw) <= SMALL_IMAGE:
@@ -142,7 +143,7 @@ class CNNReward(RewardNet):
         n_out = self._head_outputs(action_heads, use_act)
         self.ensemble_size, self.use_act, self.use_done = ensemble_size, use_act, use_done
         self.use_next_obs = use_next_obs
-        shape = tuple(observation_space.shape)  # type: ignore[arg-type]
+        shape = tuple(observation_space.shape or ())  # an image space: never None
         self.chw = channels_first(shape) if chw is None else chw
         c, h, w = shape if self.chw else (shape[2], shape[0], shape[1])
         self.obs_shape = (c, h, w)

@@ -157,7 +157,10 @@ class RewardNetConfig:
                 output=self._output(),
                 features=features,
                 action_heads=heads,
-                **arch,
+                channels=arch["channels"],
+                kernels=arch["kernels"],
+                strides=arch["strides"],
+                hidden=arch["hidden"],
             )
         return MLPReward(
             obs_space,

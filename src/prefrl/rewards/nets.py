@@ -29,7 +29,7 @@ rewards of the states it lasts in saturate at one level instead of varying at ra
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -85,8 +85,9 @@ class RewardNet(nn.Module):
 
     def _action_index(self, acts: torch.Tensor) -> torch.Tensor:
         """Discrete actions ``[*lead]`` -> head indices ``[*lead]`` (int64, from 0)."""
-        n = int(self.action_space.n)  # type: ignore[attr-defined]
-        return (acts.long() - int(self.action_space.start)).clamp_(0, n - 1)  # type: ignore[attr-defined]
+        space = cast(spaces.Discrete, self.action_space)  # action heads: Discrete actions only
+        n = int(space.n)
+        return (acts.long() - int(space.start)).clamp_(0, n - 1)
 
     @staticmethod
     def _pick(out: torch.Tensor, feats: Features, per_member: bool) -> torch.Tensor:

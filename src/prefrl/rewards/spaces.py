@@ -111,7 +111,7 @@ def space_from_json(d: dict[str, Any]) -> spaces.Space[Any]:
         dtype = np.dtype(d["dtype"])
         low = np.array(d["low"], dtype=dtype).reshape(d["shape"])
         high = np.array(d["high"], dtype=dtype).reshape(d["shape"])
-        return spaces.Box(low=low, high=high, dtype=dtype)  # type: ignore[arg-type]
+        return spaces.Box(low=low, high=high, dtype=dtype)
     if t == "Discrete":
         return spaces.Discrete(d["n"], start=d.get("start", 0))
     if t == "MultiDiscrete":
