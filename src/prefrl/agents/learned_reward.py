@@ -75,7 +75,10 @@ class LearnedRewardWrapper(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, true_rew, terminated, truncated, info = self.env.step(action)
-        add = lambda x: np.asarray(x)[None]  # noqa: E731 -- a batch of one
+
+        def add(x: Any) -> np.ndarray:  # a batch of one
+            return np.asarray(x)[None]
+
         rew, raw = self.reward(add(self._obs), add(action), add(obs), np.array([terminated]))
         self._obs = obs
         info = {**info, "true_reward": float(true_rew), "learned_reward": float(raw[0])}
@@ -88,7 +91,7 @@ def _stack_obs(items: list[Any]) -> Any:
     return np.stack(items)
 
 
-def _take(obs: Any, rows: np.ndarray) -> Any:
+def _take(obs: Any, rows: np.ndarray | int) -> Any:
     """Rows ``rows`` of a batch of observations (an array, or a dict of arrays)."""
     return {k: v[rows] for k, v in obs.items()} if isinstance(obs, dict) else obs[rows]
 

@@ -14,7 +14,7 @@ import numpy as np
 Obs: TypeAlias = "np.ndarray | dict[str, np.ndarray]"
 
 
-def obs_map(fn: Callable[[np.ndarray], Any], obs: Any) -> Any:
+def obs_map(fn: Callable[[Any], Any], obs: Any) -> Any:
     """Apply ``fn`` to every array of an observation (array or dict of arrays)."""
     if isinstance(obs, Mapping):
         return {k: fn(v) for k, v in obs.items()}

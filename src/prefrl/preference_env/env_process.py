@@ -116,10 +116,11 @@ class PreferenceCore:
         if self.net is None:
             self.net = default_net(obs_space, self.act_space)
         else:
-            want = self.net.observation_space.shape
-            if tuple(want) != x.shape[1:]:
+            want_shape = self.net.observation_space.shape
+            if tuple(want_shape or ()) != x.shape[1:]:
                 raise ValueError(
-                    f"the reward model expects inputs of shape {want}, but the wrapper records {x.shape[1:]}"
+                    f"the reward model expects inputs of shape {want_shape}, "
+                    f"but the wrapper records {x.shape[1:]}"
                     " (check obs_transform / record)"
                 )
         self.net.eval()

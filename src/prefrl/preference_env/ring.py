@@ -63,11 +63,11 @@ class SegmentRing(SharedArrays):
 
     @classmethod
     def create_ring(cls, spec: RingSpec) -> SegmentRing:
-        return cls.create(spec.fields())  # type: ignore[return-value]
+        return cls.create(spec.fields())
 
     @classmethod
     def attach_ring(cls, name: str, spec: RingSpec) -> SegmentRing:
-        return cls.attach(name, spec.fields())  # type: ignore[return-value]
+        return cls.attach(name, spec.fields())
 
     def read(self, slot: int) -> Segment:
         """A private copy of the segment in ``slot``."""

@@ -11,7 +11,7 @@ copy. Checking for new weights is one integer read, cheap enough for every env s
 from __future__ import annotations
 
 from multiprocessing import shared_memory
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -57,6 +57,9 @@ Field = tuple[str, tuple[int, ...], str]
 """``(name, shape, dtype string)`` of one array in a shared block."""
 
 
+A = TypeVar("A", bound="SharedArrays")
+
+
 class SharedArrays:
     """Named NumPy arrays in one shared-memory block (``arrays[name]`` are views into it).
 
@@ -81,11 +84,11 @@ class SharedArrays:
         return max(total, 64)
 
     @classmethod
-    def create(cls, fields: list[Field]) -> SharedArrays:
+    def create(cls: type[A], fields: list[Field]) -> A:
         return cls(shared_memory.SharedMemory(create=True, size=cls.nbytes(fields)), fields, owner=True)
 
     @classmethod
-    def attach(cls, name: str, fields: list[Field]) -> SharedArrays:
+    def attach(cls: type[A], name: str, fields: list[Field]) -> A:
         return cls(open_block(name), fields, owner=False)
 
     @property
@@ -121,7 +124,7 @@ class SharedBoard(SharedArrays):
 
     @classmethod
     def create_board(cls, state: dict[str, torch.Tensor] | None) -> SharedBoard:
-        board: SharedBoard = cls.create(board_fields(state or {}))  # type: ignore[assignment]
+        board = cls.create(board_fields(state or {}))
         board.ints[:] = 0
         board.floats[:] = 0.0
         board.floats[REW_STD] = 1.0

@@ -17,7 +17,7 @@ import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -157,5 +157,5 @@ S = TypeVar("S")
 def settings_from(cls: type[S], config: Any, **given: Any) -> S:
     """A worker's settings dataclass ``cls``: ``given`` fields, the rest copied from the same-named
     fields of ``config`` (a :class:`~prefrl.preference_env.config.PreferenceEnvConfig`)."""
-    names = {f.name for f in dataclasses.fields(cls)} - set(given)
+    names = {f.name for f in dataclasses.fields(cast(Any, cls))} - set(given)  # S: a dataclass
     return cls(**given, **{n: getattr(config, n) for n in names})  # pickled when the worker starts

@@ -170,7 +170,9 @@ class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
         frames = None
         if c.record == "frames" or c.wants_frames:
             frames = np.asarray(self.env.render())[None]
-        x = self._core.inputs(frames if c.record == "frames" else np.asarray(obs)[None])
+        x = self._core.inputs(
+            frames if c.record == "frames" and frames is not None else np.asarray(obs)[None]
+        )
         return x, frames
 
     def reset(
@@ -250,12 +252,14 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         frames = None
         if c.record == "frames" or c.wants_frames:
             frames = np.stack(self.env.render())  # type: ignore[arg-type]
-        return self._core.inputs(frames if c.record == "frames" else np.asarray(obs)), frames
+        return self._core.inputs(
+            frames if c.record == "frames" and frames is not None else np.asarray(obs)
+        ), frames
 
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(seed=seed, options=options)
+        obs, info = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]  # vector envs take a seed list too
         x, frames = self._inputs(obs)
         self._core.on_reset(x, frames, np.arange(self.num_envs))
         self._needs_reset[:] = False
