@@ -154,7 +154,7 @@ class PreferenceCore:
         if self.runtime.ring is None:
             return
         arr = self.runtime.ring.arrays
-        S = ring.slots  # type: ignore[union-attr]
+        S = arr["obs"].shape[0]  # the ring's slots
         self.seg_obs, self.seg_meta = arr["obs"], arr["meta"]  # [S, L+1, ...], [S, 2]
         self.seg_frames = arr.get("frames")
         # flat row views: one fancy index per array and step for all envs
@@ -177,13 +177,25 @@ class PreferenceCore:
         self.t = np.zeros(n, np.int64)
 
     # ------------------------------------------------------------ recording
+    @property
+    def _live(self) -> Runtime:
+        """The started runtime (:meth:`start` has run)."""
+        assert self.runtime is not None
+        return self.runtime
+
+    @property
+    def _model(self) -> RewardNet:
+        """The reward network (built by :meth:`start` when not given)."""
+        assert self.net is not None
+        return self.net
+
     def on_reset(self, x: np.ndarray, frames: np.ndarray | None, idx: np.ndarray) -> None:
         """Envs ``idx`` started new episodes with reward inputs ``x [n, ...]``."""
         if self.runtime is None:
             self.start(x, frames)
-        self.runtime.check()  # type: ignore[union-attr]
+        self._live.check()
         self.cur[idx] = x[idx]
-        if self.runtime.ring is None or len(idx) == 0:  # type: ignore[union-attr]
+        if self._live.ring is None or len(idx) == 0:
             return
         self.pos[idx] = 0
         self.active[idx] = True
@@ -264,13 +276,13 @@ class PreferenceCore:
         m = len(full)
         self.stats["segments_recorded"] += m
         if len(self.free) < m:
-            self.free.extend(self.runtime.take_free())  # type: ignore[union-attr]
+            self.free.extend(self._live.take_free())
         sent = full[: len(self.free)]  # the rest are dropped: the labeller is behind; their slots refill
         if len(sent):
             ready = self.slot[sent]
             self.seg_meta[ready, 0] = self.episode[sent]
             self.seg_meta[ready, 1] = self.t[sent] - L
-            self.runtime.send_ready(ready)  # type: ignore[union-attr]
+            self._live.send_ready(ready)
             cut = len(self.free) - len(sent)
             new = np.array(self.free[cut:], np.int64)
             del self.free[cut:]
@@ -301,7 +313,7 @@ class PreferenceCore:
             got = board.read()
             if got is not None:
                 self.version, state, mean, std, steps = got
-                self.net.load_state_dict(state)  # type: ignore[union-attr]
+                self._model.load_state_dict(state)
                 self.reward = None  # rebuilt when next needed here (the rewarder keeps its own)
                 if steps > 0:
                     self.mean, self.std, self.published_steps = mean, std, steps
@@ -336,11 +348,11 @@ class PreferenceCore:
     ) -> np.ndarray:
         """Learned reward ``[n]`` (float64, normalised if configured) for one step of all envs."""
         if self._pending:  # computed by the rewarder while the env stepped
-            r, mean, std, steps = self.runtime.collect_reward()  # type: ignore[union-attr]
+            r, mean, std, steps = self._live.collect_reward()
             self._pending = False
             return self.normalize(r, mean, std, steps)
         if self.reward is None:
-            self.reward = reward_fn(self.net)  # type: ignore[arg-type]
+            self.reward = reward_fn(self._model)
         r = self.reward(prev, np.asarray(acts), x, terminated)  # [n] float64, ensemble mean
         return self.normalize(r, self.mean, self.std, self.published_steps)
 
@@ -385,10 +397,11 @@ class PreferenceCore:
         else:
             out = rews.astype(np.float64)
         if self.runtime is not None and self.runtime.ring is not None:
-            idx = np.flatnonzero(~reset_step) if resets else self._all  # type: ignore[operator]
+            idx = np.flatnonzero(~reset_step) if resets and reset_step is not None else self._all
             self.record(acts, x, rews, terminated, terminated | truncated, frames, idx)
             if resets:
-                self.on_reset(x, frames, np.flatnonzero(reset_step))  # type: ignore[arg-type]
+                idx_reset = reset_step if reset_step is not None else np.zeros(0, bool)  # resets: not None
+                self.on_reset(x, frames, np.flatnonzero(idx_reset))
         self.cur[...] = x
         return out, learned
 
