@@ -94,7 +94,8 @@ class TrajectoryRecorder(VecEnvWrapper):
     def _finish(self, i: int, terminated: bool, truncated: bool) -> None:
         traj = self._episode(i, terminated, truncated)
         self.finished.append(traj)
-        self.episode_returns.append(float(np.sum(traj.rews)))  # type: ignore[arg-type]
+        assert traj.rews is not None  # the recorder keeps the env's rewards
+        self.episode_returns.append(float(np.sum(traj.rews)))
         while sum(len(t) for t in self.finished) > self.max_steps and len(self.finished) > 1:
             self.finished.pop(0)
         self._o[i], self._a[i], self._r[i], self._f[i] = [], [], [], []

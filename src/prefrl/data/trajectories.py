@@ -138,7 +138,7 @@ class TrajectoryBatch:
             terminated=np.array([t.terminated for t in trajs], dtype=bool),
             truncated=np.array([t.truncated for t in trajs], dtype=bool),
             infos={
-                k: np.concatenate([_pad_one(np.asarray(t.infos[k])) for t in trajs])  # type: ignore[index]
+                k: np.concatenate([_pad_one(np.asarray((t.infos or {})[k])) for t in trajs])
                 for k in sorted(info_keys)
             },
         )

@@ -236,7 +236,7 @@ def synthesize(
     space = net.observation_space
     dev = net.device
     gen = torch.Generator().manual_seed(seed)
-    dummy = torch.zeros((n, *space.shape), dtype=torch.uint8, device=dev)  # type: ignore[misc]
+    dummy = torch.zeros((n, *(space.shape or ())), dtype=torch.uint8, device=dev)
     act = to_tensor(np.asarray(action), dev)
     acts = act.expand(n, *act.shape).clone()
     inputs = encode_images(net, dummy, acts)

@@ -162,7 +162,8 @@ class Runtime:
 
         With ``ring_rows [n]`` (rows of the segment ring that hold ``obs``), ``obs`` is not copied.
         """
-        a = self.requests.arrays  # type: ignore[union-attr]
+        assert self.requests is not None  # a rewarder process was started
+        a = self.requests.arrays
         if ring_rows is not None and self.ring is not None:
             a["rows"][:] = ring_rows
             a["from_ring"][0] = 1
@@ -177,7 +178,8 @@ class Runtime:
         while not self._done_r.poll(1.0):
             self.check()
         self._done_r.recv_bytes()
-        a = self.requests.arrays  # type: ignore[union-attr]
+        assert self.requests is not None  # a rewarder process was started
+        a = self.requests.arrays
         mean, std, steps = a["meta"].tolist()
         return a["out"].copy(), mean, std, int(steps)
 

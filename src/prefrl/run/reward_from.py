@@ -29,7 +29,8 @@ from prefrl.storage.checkpoint import read_json, write_json
 
 def source_env(cfg: TrainConfig) -> TrainConfig:
     """``cfg`` with the environment of the ``--reward-from`` run (a run directory's config.json)."""
-    source = Path(cfg.reward_from)  # type: ignore[arg-type]
+    assert cfg.reward_from is not None
+    source = Path(cfg.reward_from)
     if source.is_dir() and (source / "config.json").exists():
         where = f"{source}/config.json"
         env = config_from_dict(read_json(source / "config.json", "run config"), where).env
@@ -45,7 +46,8 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
         raise ValueError("a --reward-from run keeps no checkpoints to resume: start it again")
     if cfg.trajectory_path is not None:
         raise ValueError("--reward-from trains an agent on a finished reward; --trajectory-path learns one")
-    path = reward_file(cfg.reward_from)  # type: ignore[arg-type]
+    assert cfg.reward_from is not None
+    path = reward_file(cfg.reward_from)
     cfg = source_env(cfg)
     obs_space, act_space = probe_spaces(cfg)
     # resolved once (config.json names the real agent and devices); no reward options: none is learned

@@ -159,7 +159,7 @@ def load_fragments(paths: list[Path]) -> Fragments:
     return Fragments(
         obs_concat(obs),
         np.concatenate(acts),
-        np.concatenate(rews) if has_rews else None,  # type: ignore[arg-type]
+        np.concatenate([r for r in rews if r is not None]) if has_rews else None,
         np.concatenate(dones),
         np.arange(len(paths), dtype=np.int64) * (length + 1),
         length,

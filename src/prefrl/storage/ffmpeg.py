@@ -47,7 +47,7 @@ def _with_death_signal(original: Callable[..., dict[str, Any]]) -> Callable[...,
         kwargs["preexec_fn"] = lambda: _child_setup(parent, own_group)
         return kwargs
 
-    popen_kwargs.prefrl_death_signal = True  # type: ignore[attr-defined]
+    popen_kwargs.__dict__["prefrl_death_signal"] = True  # marks the wrapper, installed once
     return popen_kwargs
 
 
