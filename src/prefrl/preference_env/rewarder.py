@@ -89,7 +89,7 @@ def rewarder(board: SharedBoard, guard: Any, link: RewarderLink) -> None:
             if fn is None:
                 raise RuntimeError("no consistent reward weights on the shared board")
             if a["from_ring"][0]:
-                np.take(ring_obs, a["rows"], axis=0, out=a["obs"])  # type: ignore[arg-type]
+                np.take(ring_obs, a["rows"], axis=0, out=a["obs"])  # type: ignore[arg-type]  # NumPy's stubs: out of any dtype
             a["out"][:] = fn(a["obs"], a["acts"], a["obs"], dones)
             a["meta"][:] = stats
             link.done.send_bytes(b"1")

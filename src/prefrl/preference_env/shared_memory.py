@@ -35,7 +35,7 @@ N_FSLOTS = 4
 def open_block(name: str) -> shared_memory.SharedMemory:
     """Attach to the shared-memory block ``name`` created by another process."""
     try:  # Python >= 3.13: do not let this process's resource tracker own the block
-        return shared_memory.SharedMemory(name=name, track=False)  # type: ignore[call-arg]
+        return shared_memory.SharedMemory(name=name, track=False)  # type: ignore[call-arg]  # track is new in Python 3.13
     except TypeError:
         return shared_memory.SharedMemory(name=name)
 

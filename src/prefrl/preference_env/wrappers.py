@@ -116,7 +116,7 @@ class _Controls:
         return [Path(p) for p in self._core.save_preferences(str(path), val_fraction)]
 
     def _close_core(self) -> None:
-        self._finalizer()  # type: ignore[attr-defined]
+        self._finalizer()  # type: ignore[attr-defined]  # each wrapper sets it when it starts its core
 
 
 class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -251,7 +251,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         c = self.config
         frames = None
         if c.record == "frames" or c.wants_frames:
-            frames = np.stack(self.env.render())  # type: ignore[arg-type]
+            frames = np.stack(self.env.render())  # type: ignore[arg-type]  # a vector env renders a frame list
         return self._core.inputs(
             frames if c.record == "frames" and frames is not None else np.asarray(obs)
         ), frames

@@ -23,7 +23,7 @@ from typing import IO, Any
 try:
     import fcntl
 except ImportError:  # Windows: no locks (and no kill -9)
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # a module or None: checked before each use
 
 POLL_S = 0.5
 """How often a cell looks for its driver."""

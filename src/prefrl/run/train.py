@@ -105,7 +105,7 @@ def build_run(cfg: TrainConfig) -> Run:
     run = prepare_run_dir(cfg)
     teacher = cli_teacher(cfg, run.name)
     if cfg.teacher == "web":
-        print(web_teacher_hint(cfg.store, run.name, cfg.run_id), file=sys.stderr, flush=True)  # type: ignore[arg-type]
+        print(web_teacher_hint(cfg.store, run.name, cfg.run_id), file=sys.stderr, flush=True)  # type: ignore[arg-type]  # web: a store is set
     logger = MetricsLogger(run)
     callbacks: list[LoopCallback] = [ProgressBar(disable=not cfg.progress)]
     if cfg.teacher not in ("terminal", "web"):  # the true reward is the teacher's: watch it
@@ -125,7 +125,7 @@ def build_run(cfg: TrainConfig) -> Run:
     loop_cfg = cfg.loop
     side_env = make_env(cfg.env.id, env_kwargs, render=human)
     if offline:
-        trajs = TrajectoryBatch.load(cfg.trajectory_path)  # type: ignore[arg-type]
+        trajs = TrajectoryBatch.load(cfg.trajectory_path)  # type: ignore[arg-type]  # offline: a path is set
         loop = PreferenceLoop(
             loop_cfg,
             net,
