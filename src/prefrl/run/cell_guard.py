@@ -147,7 +147,10 @@ def wait_line(name: str, run_dir: Path) -> Callable[[int], None]:
 
     def line(pid: int) -> None:
         who = f"process {pid}" if pid > 0 else "another process"
-        print(f"prefrl sweep: cell {name}: {who} still writes {run_dir}; waiting for it to end",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"prefrl sweep: cell {name}: {who} still writes {run_dir}; waiting for it to end",
+            file=sys.stderr,
+            flush=True,
+        )
 
     return line

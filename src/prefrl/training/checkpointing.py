@@ -36,14 +36,20 @@ class LoopCheckpoint:
                 save_replay_buffer(loop.agent.replay_buffer, path / "replay_buffer.npz")
         s = loop.state
         state = {
-            "iteration": s.iteration, "env_steps": s.env_steps, "queries_asked": s.queries_asked,
-            "started": s.started, "wall_s": s.wall_s, "history": s.history, "evaluations": s.evaluations,
+            "iteration": s.iteration,
+            "env_steps": s.env_steps,
+            "queries_asked": s.queries_asked,
+            "started": s.started,
+            "wall_s": s.wall_s,
+            "history": s.history,
+            "evaluations": s.evaluations,
             "fragment_length": s.fragment_length,
-            "rng": loop.rng.bit_generator.state, "config_hash": loop.config_hash,
+            "rng": loop.rng.bit_generator.state,
+            "config_hash": loop.config_hash,
             "labels_since_train": loop._labels_since_train,
             "normalizer": None if loop.reward is None else loop.reward.normalizer.state_dict(),
             "agent_num_timesteps": None if loop.agent is None else int(loop.agent.num_timesteps),
-        }  # fmt: skip
+        }
         loop.ckpt.commit(path, state)
         return path
 

@@ -283,8 +283,11 @@ class PreferenceLoop:
                 f"no episode is long enough for {length}-step clips (longest: {longest} "
                 "steps, none terminated); restart with a shorter --loop.fragment-length"
             )
-        print(f"prefrl: episodes end (by truncation) after at most {longest} steps; clips shortened "
-              f"from {length} to {longest} transitions", file=sys.stderr)  # fmt: skip
+        print(
+            f"prefrl: episodes end (by truncation) after at most {longest} steps; clips shortened "
+            f"from {length} to {longest} transitions",
+            file=sys.stderr,
+        )
         self.state.fragment_length = longest
 
     def _see_terminations(self, batch: TrajectoryBatch) -> None:
@@ -317,8 +320,11 @@ class PreferenceLoop:
                 round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)),
             )
             batch = TrajectoryBatch.concat([batch, self._policy_rollouts(n_rand, random=True)])
-        active = (bool(c.active_selection) and len(self.dataset) > 0
-                  and decided_labels(self.dataset.labels) >= c.active_selection_from)  # fmt: skip
+        active = (
+            bool(c.active_selection)
+            and len(self.dataset) > 0
+            and decided_labels(self.dataset.labels) >= c.active_selection_from
+        )
         older = self.archive.batch(self.state.fragment_length) if c.archive_share > 0 else None
         n_old = older_share(n_queries, c.archive_share) if older is not None else 0
         n_queries -= n_old  # the rest from the latest episodes
@@ -371,8 +377,11 @@ class PreferenceLoop:
         ties = tie_fraction(self.dataset.labels)
         if ties is not None and ties >= TIE_WARN and len(self.dataset) >= 10 and not self._tie_warned:
             self._tie_warned = True
-            print(f"\nprefrl: warning: {ties:.0%} of the {len(self.dataset)} labels so far are ties. "
-                  + TIE_HINT, file=sys.stderr)  # fmt: skip
+            print(
+                f"\nprefrl: warning: {ties:.0%} of the {len(self.dataset)} labels so far are ties. "
+                + TIE_HINT,
+                file=sys.stderr,
+            )
         self._save_labels()
         for cb in self.callbacks:
             cb.on_labels(self, n_new)
@@ -386,8 +395,13 @@ class PreferenceLoop:
     def _write_labels_state(self) -> None:
         if self.ckpt is None:
             return
-        self.ckpt.write_labels_state({"queries_asked": self.state.queries_asked, "labels": len(self.dataset),
-                                      "iteration_labels": self._iteration_labels})  # fmt: skip
+        self.ckpt.write_labels_state(
+            {
+                "queries_asked": self.state.queries_asked,
+                "labels": len(self.dataset),
+                "iteration_labels": self._iteration_labels,
+            }
+        )
 
     def _wait_for_labels(self) -> None:
         """Block (with a status line) until an async teacher gives the first answer."""
@@ -457,8 +471,9 @@ class PreferenceLoop:
         the learned reward otherwise; whether it explores now."""
         if self.reward is None:
             return False
-        explore = (self.config.tie_exploration and len(self.dataset) > 0
-                   and decided_labels(self.dataset.labels) == 0)  # fmt: skip
+        explore = (
+            self.config.tie_exploration and len(self.dataset) > 0 and decided_labels(self.dataset.labels) == 0
+        )
         if explore and self._tie_explorer is None:
             self._tie_explorer = StateEntropyReward()  # one memory of visited states for the run
         self.reward.use_intrinsic(self._tie_explorer if explore else None)
@@ -509,8 +524,9 @@ class PreferenceLoop:
             return {}
         out = self._heldout_accuracy(batch)
         rows = batch.step_rows
-        learned, _ = self.net.predict(_take(batch.obs, rows), batch.acts[rows], _take(batch.obs, rows + 1),
-                                      batch.dones[rows])  # fmt: skip
+        learned, _ = self.net.predict(
+            _take(batch.obs, rows), batch.acts[rows], _take(batch.obs, rows + 1), batch.dones[rows]
+        )
         true = batch.rews[rows]
         if len(rows) < 2 or np.std(learned) == 0 or np.std(true) == 0:
             return out
