@@ -65,16 +65,18 @@ def test_headless_render_gives_frames() -> None:
 def test_train_resume_and_evaluate_a_dmc_task(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     args = ["train", "--env.id", ENV, "--run-dir", str(run), "--no-progress", "--eval-episodes", "1"]
+    args += ["--no-page"]  # the run's HTML page renders four 1,000-step episodes: minutes here
     args += ["--loop.total-steps", "1600", "--loop.initial-steps", "500", "--loop.iterations", "2"]
     args += ["--loop.total-labels", "8", "--loop.fragment-length", "20", "--agent.batch-size", "32"]
     assert main(args) == 0
     rep = json.loads((run / "report.json").read_text())
     assert rep["env_steps"] == 1600 and rep["labels_used"] == 8
+    assert not (run / "report").exists() and "page" not in rep["files"]  # --no-page
     assert sorted(
         p.name for p in (run / "checkpoints").iterdir()
     )  # the replay buffer was relabelled and saved
     # a resume of a finished run loads its checkpoint (policy, flat replay buffer) and reports again
-    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    assert main(["train", "--resume", str(run), "--no-progress", "--no-page"]) == 0
     assert json.loads((run / "report.json").read_text())["resumed"] is True
     assert main(["evaluate", str(run), "--episodes", "1"]) == 0
     out = capsys.readouterr().out

@@ -86,6 +86,7 @@ def main(argv: list[str]) -> int:
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"prefrl train: error: {e}", file=sys.stderr)
         return 2
-    add_page(rep)
+    if cfg.page:
+        add_page(rep)
     print(format_report(rep))
     return 0

@@ -89,6 +89,9 @@ class TrainConfig:
     (0: only the final evaluation)."""
     progress: bool = True
     """Show a progress bar."""
+    page: bool = True
+    """At the end, write the run's HTML page (RUN/report/index.html, as prefrl report RUN does);
+    --no-page skips it (it renders fresh episodes: a few seconds, minutes for long episodes)."""
     threads: int = 1
     """Torch CPU threads (1 avoids oversubscription on small shared machines)."""
     device: str = "auto"
@@ -105,7 +108,7 @@ RENAMED = {
 }
 """Options renamed since an earlier release, per config section: old name -> new name."""
 
-IGNORED_ON_RESUME = ("resume", "force", "config", "print_config", "progress", "run_dir", "threads")
+IGNORED_ON_RESUME = ("resume", "force", "config", "print_config", "progress", "run_dir", "threads", "page")
 
 
 # ------------------------------------------------------------------------ config files
