@@ -351,7 +351,12 @@ def _ray_init(sc: SweepConfig) -> Any:
     either (``logging_level``); its warnings and errors still are."""
     import logging
 
-    if sc.address:  # clusters of `ray start` use token authentication; a driver must opt in (before import)
+    # Ray reads the mode once, when it is imported: set after that, the driver and the Ray it
+    # starts would disagree (its GCS refuses the driver), so a process that imported Ray already
+    # keeps Ray's own default
+    if "ray" in sys.modules:
+        pass
+    elif sc.address:  # clusters of `ray start` use token authentication; a driver must opt in
         if os.environ.get("RAY_AUTH_TOKEN") or (Path.home() / ".ray" / "auth_token").exists():
             os.environ.setdefault("RAY_AUTH_MODE", "token")
     else:
