@@ -1,7 +1,7 @@
 """Policy files of prefrl's own: safetensors plus JSON in a ``.zip``, nothing pickled.
 
 stable-baselines3's ``.zip`` stores about a dozen entries (``policy_class``, the spaces, the
-schedules; SBX its whole JAX policy) with cloudpickle, and loading one runs whatever code it
+schedules; SBX its whole JAX policy) as serialised Python objects, and loading one runs whatever code it
 carries. prefrl writes its ``policy.zip`` instead as two entries:
 
 - ``prefrl_policy.json``: format and version, the agent's :class:`~prefrl.agents.sb3.AgentConfig`
