@@ -149,3 +149,23 @@ def test_poisoned_checkpoint_policy_runs_nothing_on_resume(
     assert main(["train", "--resume", str(run), "--no-progress"]) == 2
     one_line_error(capsys.readouterr().err, policy)
     assert not marker.exists()
+
+
+def test_saving_a_torch_policy_leaves_training_as_it_was(tmp_path: Path) -> None:
+    """Writing a checkpoint must not change what the run does next: saving an SB3 (torch) agent
+    draws nothing from NumPy's global generator (importing JAX does, so it stays unimported)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys, numpy as np
+from prefrl.agents.policy_io import save_agent
+from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+agent = make_agent(AgentConfig(algo="sac"), make_vec_env("Pendulum-v1", 1, seed=0), seed=0)
+np.random.seed(3)
+save_agent(agent, {str(tmp_path / "policy.zip")!r})
+print(np.random.randint(1 << 30), "jax" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    np.random.seed(3)
+    assert out.split() == [str(np.random.randint(1 << 30)), "False"]

@@ -109,21 +109,26 @@ def _jax_states(agent: BaseAlgorithm) -> dict[str, dict[str, Any]]:
 
 
 def _jax_tensors(agent: BaseAlgorithm) -> dict[str, Any]:
+    states = _jax_states(agent)
+    if not states:
+        return {}  # and leave jax unimported: importing it draws from NumPy's global generator
     import jax
 
     def leaves(st: Any) -> dict[int, torch.Tensor]:
         return {i: torch.from_numpy(np.array(leaf)) for i, leaf in enumerate(jax.tree_util.tree_leaves(st))}
 
-    states = _jax_states(agent)
     return {owner: {k: leaves(st) for k, st in of_owner.items()} for owner, of_owner in states.items()}
 
 
 def _set_jax_states(agent: BaseAlgorithm, saved: dict[str, Any]) -> None:
+    all_states = _jax_states(agent)
+    if not all_states:
+        return
     import jax
     import jax.numpy as jnp
 
     owners = {"agent": agent, "policy": agent.policy}
-    for owner, states in _jax_states(agent).items():
+    for owner, states in all_states.items():
         for name, fresh in states.items():
             leaves, treedef = jax.tree_util.tree_flatten(fresh)
             got = saved.get(owner, {}).get(name)
