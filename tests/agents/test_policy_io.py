@@ -167,5 +167,5 @@ save_agent(agent, {str(tmp_path / "policy.zip")!r})
 print(np.random.randint(1 << 30), "jax" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    np.random.seed(3)
-    assert out.split() == [str(np.random.randint(1 << 30)), "False"]
+    np.random.seed(3)  # noqa: NPY002 - the global generator is what is checked
+    assert out.split() == [str(np.random.randint(1 << 30)), "False"]  # noqa: NPY002
