@@ -137,6 +137,32 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
         load_reward_net(tmp_path / "nope.safetensors")
 
 
+def test_cnn_options_are_one_dataclass_that_the_config_the_file_and_the_network_share(tmp_path) -> None:
+    """The CNN's options live in :class:`CNNOptions` only: the network built from a run's
+    config carries exactly them, its saved file rebuilds them, and a wrong one is named."""
+    from prefrl.rewards import CNNOptions
+    from prefrl.rewards.config import RewardNetConfig
+
+    obs, act = spaces.Box(0, 255, (40, 40, 3), np.uint8), spaces.Discrete(5)
+    cfg = RewardNetConfig(cnn_channels=[4, 8], cnn_features="flat", output="tanh").resolved(obs, act)
+    net = cfg.build(obs, act)
+    assert isinstance(net, CNNReward) and net.ensemble_size == cfg.ensemble_size
+    assert net.options.channels == (4, 8) and net.options.output == "tanh" and net.options.action_heads
+    assert net.options.use_next_obs is False and net.options.chw is False
+    loaded = load_reward_net(save_reward_net(net, tmp_path / "r.safetensors"))
+    assert isinstance(loaded, CNNReward) and loaded.options == net.options
+    assert CNNReward(
+        obs,
+        act,
+        options=CNNOptions(features="spatial", channels=(4,), kernels=(1,), strides=(1,)),
+        hidden=[16],
+    ).options.hidden == (16,)
+    with pytest.raises(TypeError, match=r"no option.*colour"):
+        CNNReward(obs, act, colour=True)
+    with pytest.raises(ValueError, match="same length"):
+        CNNOptions(channels=(4, 8), kernels=(3,), strides=(1, 1))
+
+
 def test_cnn_with_next_obs_sees_what_the_step_changed() -> None:
     import gymnasium as gym
 

@@ -1,6 +1,6 @@
 """Reward networks: MLP, CNN, ensembles (stacked weights), normalisation, shaping."""
 
-from prefrl.rewards.cnn import CNNReward
+from prefrl.rewards.cnn import CNNOptions, CNNReward
 from prefrl.rewards.io import build_reward_net, load_reward_net, save_reward_net
 from prefrl.rewards.layers import EnsembleLinear, EnsembleMLP
 from prefrl.rewards.mlp import MLPReward
@@ -9,6 +9,7 @@ from prefrl.rewards.normalization import RunningNorm
 from prefrl.rewards.shaped import ShapedReward
 
 __all__ = [
+    "CNNOptions",
     "CNNReward",
     "EnsembleLinear",
     "EnsembleMLP",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -82,6 +84,54 @@ def cnn_architecture(
     return arch
 
 
+@dataclass(frozen=True)
+class CNNOptions:
+    """Everything that shapes a :class:`CNNReward` besides its spaces and ensemble size (the
+    one place these options are listed: the network, its saved config and
+    :meth:`~prefrl.rewards.config.RewardNetConfig.build` all go through it)."""
+
+    channels: tuple[int, ...] = (16, 32, 32)
+    """Output channels of each convolution (one per layer)."""
+    kernels: tuple[int, ...] = (8, 4, 3)
+    """Kernel size of each convolution."""
+    strides: tuple[int, ...] = (4, 2, 1)
+    """Stride of each convolution."""
+    hidden: tuple[int, ...] = (64,)
+    """Hidden layer sizes of the head after the convolutions."""
+    use_act: bool = True
+    """The reward reads the action."""
+    use_done: bool = False
+    """The reward reads the terminal flag."""
+    activation: str = "relu"
+    """Activation after each layer (a key of :data:`~prefrl.rewards.layers.ACTIVATIONS`)."""
+    chw: bool | None = None
+    """Images are channels-first; None: decided by the observation space's shape."""
+    use_next_obs: bool = False
+    """The reward reads the next image too (see :class:`CNNReward`)."""
+    output: str = "linear"
+    """Per-step output: linear or tanh."""
+    features: str = "flat"
+    """What the head reads: flat (every position's activations) or spatial (keypoints)."""
+    action_heads: bool = False
+    """Discrete actions: one output per action instead of a one-hot action input."""
+
+    def __post_init__(self) -> None:
+        for name in ("channels", "kernels", "strides", "hidden"):
+            object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
+        if self.features not in ("flat", "spatial"):
+            raise ValueError(f"CNNReward features must be 'flat' or 'spatial', got {self.features!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(
+                f"CNNReward activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
+            )
+        if not len(self.channels) == len(self.kernels) == len(self.strides):
+            raise ValueError("channels, kernels and strides must have the same length")
+
+    def to_json(self) -> dict[str, Any]:
+        """The options as JSON values (tuples as lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+
 class CNNReward(RewardNet):
     """An ensemble of small CNNs for ``uint8`` image observations (HWC or CHW).
 
@@ -116,45 +166,40 @@ class CNNReward(RewardNet):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         ensemble_size: int = 1,
-        channels: Sequence[int] = (16, 32, 32),
-        kernels: Sequence[int] = (8, 4, 3),
-        strides: Sequence[int] = (4, 2, 1),
-        hidden: Sequence[int] = (64,),
-        use_act: bool = True,
-        use_done: bool = False,
-        activation: str = "relu",
-        chw: bool | None = None,
-        use_next_obs: bool = False,
-        output: str = "linear",
-        features: str = "flat",
-        action_heads: bool = False,
+        options: CNNOptions | None = None,
+        **overrides: Any,
     ) -> None:
+        """``options``: the network's :class:`CNNOptions` (default: its defaults); keyword
+        ``overrides`` replace single fields of it (``CNNReward(obs, act, features="spatial")``)."""
         super().__init__()
-        if features not in ("flat", "spatial"):
-            raise ValueError(f"CNNReward features must be 'flat' or 'spatial', got {features!r}")
+        o = options or CNNOptions()
+        if overrides:
+            unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(CNNOptions)})
+            if unknown:
+                raise TypeError(f"CNNReward has no option(s) {', '.join(unknown)}")
+            o = dataclasses.replace(o, **overrides)
         if not is_image_space(observation_space):
             raise ValueError(
                 f"CNNReward needs a uint8 image Box observation space (HWC or CHW), "
                 f"got {observation_space}; use MLPReward for vector observations"
             )
-        if not len(channels) == len(kernels) == len(strides):
-            raise ValueError("channels, kernels and strides must have the same length")
         self.observation_space, self.action_space = observation_space, action_space
-        n_out = self._head_outputs(action_heads, use_act)
-        self.ensemble_size, self.use_act, self.use_done = ensemble_size, use_act, use_done
-        self.use_next_obs = use_next_obs
+        n_out = self._head_outputs(o.action_heads, o.use_act)
+        self.ensemble_size, self.use_act, self.use_done = ensemble_size, o.use_act, o.use_done
+        self.use_next_obs = o.use_next_obs
         shape = tuple(observation_space.shape or ())  # an image space: never None
-        self.chw = channels_first(shape) if chw is None else chw
+        self.chw = channels_first(shape) if o.chw is None else o.chw
+        self.options = dataclasses.replace(o, chw=self.chw)
         c, h, w = shape if self.chw else (shape[2], shape[0], shape[1])
         self.obs_shape = (c, h, w)
-        self.spatial = features == "spatial"
-        self.motion = self.spatial and use_next_obs  # keypoints of s and s', not stacked images
-        c *= 1 + int(use_next_obs and not self.motion)
+        self.spatial = o.features == "spatial"
+        self.motion = self.spatial and o.use_next_obs  # keypoints of s and s', not stacked images
+        c *= 1 + int(o.use_next_obs and not self.motion)
         e = ensemble_size
         layers: list[nn.Module] = []
         in_c = c
-        for out_c, k, s in zip(channels, kernels, strides):
-            layers += [nn.Conv2d(in_c * e, out_c * e, k, s, groups=e), ACTIVATIONS[activation]()]
+        for out_c, k, s in zip(o.channels, o.kernels, o.strides):
+            layers += [nn.Conv2d(in_c * e, out_c * e, k, s, groups=e), ACTIVATIONS[o.activation]()]
             in_c = out_c
         self.pool = 2 if self.spatial and min(h, w) >= 16 else 1
         if self.spatial:
@@ -168,26 +213,15 @@ class CNNReward(RewardNet):
         self.cells = 0.5 * (max(grid.shape[-2:]) - 1)  # keypoint units in [-1, 1] -> grid cells
         if self.spatial:
             n_flat = 2 * self.maps * (1 + int(self.motion))
-        d_vec = flat_dim(action_space) * (use_act and not action_heads) + int(use_done)
-        self.head = EnsembleMLP(e, n_flat + d_vec, hidden, n_out, activation)
-        self._init_reward_head(e, output)
+        d_vec = flat_dim(action_space) * (o.use_act and not o.action_heads) + int(o.use_done)
+        self.head = EnsembleMLP(e, n_flat + d_vec, o.hidden, n_out, o.activation)
+        self._init_reward_head(e, o.output)
         self.image_shape = (c, h, w)
         self._config = {
             "observation_space": space_to_json(observation_space),
             "action_space": space_to_json(action_space),
             "ensemble_size": ensemble_size,
-            "channels": list(channels),
-            "kernels": list(kernels),
-            "strides": list(strides),
-            "hidden": list(hidden),
-            "use_act": use_act,
-            "use_done": use_done,
-            "activation": activation,
-            "chw": self.chw,
-            "use_next_obs": use_next_obs,
-            "output": output,
-            "features": features,
-            "action_heads": action_heads,
+            **self.options.to_json(),
         }
 
     @torch.no_grad()

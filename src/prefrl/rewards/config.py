@@ -10,7 +10,7 @@ from typing import Any, Literal
 from gymnasium import spaces
 
 from prefrl.config_types import OptBool, OptInts
-from prefrl.rewards.cnn import CNNReward, cnn_architecture, is_small_image
+from prefrl.rewards.cnn import CNNOptions, CNNReward, cnn_architecture, is_small_image
 from prefrl.rewards.mlp import MLPReward
 from prefrl.rewards.nets import RewardNet
 from prefrl.rewards.spaces import is_image_space
@@ -147,21 +147,19 @@ class RewardNetConfig:
                 self.cnn_hidden,
                 features=features,
             )
-            return CNNReward(
-                obs_space,
-                act_space,
-                ensemble_size=self.ensemble_size,
+            options = CNNOptions(
+                channels=arch["channels"],
+                kernels=arch["kernels"],
+                strides=arch["strides"],
+                hidden=arch["hidden"],
                 use_act=self.use_act,
                 use_done=self.use_done,
                 use_next_obs=use_next_obs,
                 output=self._output(),
                 features=features,
                 action_heads=heads,
-                channels=arch["channels"],
-                kernels=arch["kernels"],
-                strides=arch["strides"],
-                hidden=arch["hidden"],
             )
+            return CNNReward(obs_space, act_space, ensemble_size=self.ensemble_size, options=options)
         return MLPReward(
             obs_space,
             act_space,
