@@ -1,4 +1,4 @@
-"""Reward networks: MLP, CNN, ensembles (stacked weights), normalisation, shaping."""
+"""Reward networks: MLP, CNN, REED, ensembles (stacked weights), normalisation, shaping."""
 
 from prefrl.rewards.cnn import CNNOptions, CNNReward
 from prefrl.rewards.io import build_reward_net, load_reward_net, save_reward_net
@@ -6,6 +6,7 @@ from prefrl.rewards.layers import EnsembleLinear, EnsembleMLP
 from prefrl.rewards.mlp import MLPReward
 from prefrl.rewards.nets import RewardNet, to_tensor
 from prefrl.rewards.normalization import RunningNorm
+from prefrl.rewards.reed import ReedReward
 from prefrl.rewards.shaped import ShapedReward
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "EnsembleLinear",
     "EnsembleMLP",
     "MLPReward",
+    "ReedReward",
     "RewardNet",
     "RunningNorm",
     "ShapedReward",

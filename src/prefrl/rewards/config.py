@@ -13,6 +13,7 @@ from prefrl.config_types import OptBool, OptInts
 from prefrl.rewards.cnn import CNNOptions, CNNReward, cnn_architecture, is_small_image
 from prefrl.rewards.mlp import MLPReward
 from prefrl.rewards.nets import RewardNet
+from prefrl.rewards.reed import ReedReward
 from prefrl.rewards.spaces import is_image_space
 
 
@@ -20,11 +21,18 @@ from prefrl.rewards.spaces import is_image_space
 class RewardNetConfig:
     """The reward model (an ensemble of MLPs, or of CNNs for image observations)."""
 
-    kind: Literal["auto", "mlp", "cnn"] = "auto"
+    kind: Literal["auto", "mlp", "cnn", "reed"] = "auto"
     """Network: auto (cnn for uint8 image observations [H, W, C] or [C, H, W], frame stacks included;
-    mlp otherwise, Dict observations included), mlp or cnn."""
+    mlp otherwise, Dict observations included), mlp, cnn, or reed (REED, Metcalf et al. 2024, vector
+    observations only: each member encodes states into a latent z, its reward MLP reads z(s), the
+    action and z(s'), and prefrl train's loop trains the encoder before every reward update to predict
+    the next latent from z(s) and the action on the transitions the agent has seen, see
+    --trainer.self-predictive; see docs/techniques.md)."""
     hidden: list[int] = field(default_factory=lambda: [64, 64])
-    """Hidden layer sizes of the MLP."""
+    """Hidden layer sizes of the MLP (REED: of the reward head over the encoded states)."""
+    reed_latent_dim: int = 64
+    """REED (--reward.kind reed): size of the latent state encoding z (and of the one hidden layer of
+    the state encoder and of the next-latent predictor)."""
     cnn_channels: OptInts = None
     """CNN: output channels of each convolution (None: by image size, see --reward.cnn-hidden)."""
     cnn_kernels: OptInts = None
@@ -48,9 +56,9 @@ class RewardNetConfig:
     """Reward reads the action."""
     use_next_obs: OptBool = None
     """Reward reads the next observation s' (flat CNN: stacked onto the current image along channels;
-    keypoint CNN: the keypoints of s and their displacement to s'). None (auto): on for the MLP and the
-    keypoint CNN, off for the flat CNN, written to config.json as the one chosen (why:
-    docs/benchmarks.md, "Reward inputs: the next observation")."""
+    keypoint CNN: the keypoints of s and their displacement to s'; REED: the encoding of s'). None
+    (auto): on for the MLP, REED and the keypoint CNN, off for the flat CNN, written to config.json as
+    the one chosen (why: docs/benchmarks.md, "Reward inputs: the next observation")."""
     use_done: bool = False
     """Reward reads the terminal flag."""
     action_heads: OptBool = None
@@ -68,7 +76,7 @@ class RewardNetConfig:
     def _output(self) -> str:
         return "linear" if self.output == "auto" else self.output
 
-    def resolved_kind(self, obs_space: Any) -> Literal["mlp", "cnn"]:
+    def resolved_kind(self, obs_space: Any) -> Literal["mlp", "cnn", "reed"]:
         """``kind`` with ``auto`` decided by the observation space."""
         if self.kind == "auto":
             return "cnn" if is_image_space(obs_space) else "mlp"
@@ -87,7 +95,7 @@ class RewardNetConfig:
         keypoint CNN then reads where things moved: a step that moves nothing (standing still,
         pushing into a wall) looks the same whatever the action, which is what a reward for
         progress needs."""
-        if self.resolved_kind(obs_space) == "mlp":
+        if self.resolved_kind(obs_space) in ("mlp", "reed"):  # REED reads z(s'), the encoded s'
             return True
         return self.resolve_cnn_features(obs_space) == "spatial"
 
@@ -127,6 +135,20 @@ class RewardNetConfig:
         kind = self.resolved_kind(obs_space)
         use_next_obs = bool(self.use_next_obs)  # unresolved auto (runs that predate it): off
         heads = bool(self.action_heads)  # unresolved auto (runs that predate it): off
+        if kind == "reed":
+            return ReedReward(
+                obs_space,
+                act_space,
+                hidden=tuple(self.hidden),
+                ensemble_size=self.ensemble_size,
+                use_obs=self.use_obs,
+                use_act=self.use_act,
+                use_next_obs=use_next_obs,
+                use_done=self.use_done,
+                output=self._output(),
+                action_heads=heads,
+                latent_dim=self.reed_latent_dim,
+            )
         if kind == "cnn":
             if not is_image_space(obs_space):
                 raise ValueError(

@@ -19,6 +19,7 @@ import prefrl
 from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.mlp import MLPReward
 from prefrl.rewards.nets import RewardNet
+from prefrl.rewards.reed import ReedReward
 from prefrl.rewards.shaped import ShapedReward
 from prefrl.rewards.spaces import space_from_json
 
@@ -32,11 +33,15 @@ def build_reward_net(config: dict[str, Any]) -> RewardNet:
     if cls == "ShapedReward":
         base = build_reward_net(cfg.pop("base"))
         return ShapedReward(base, **cfg)
-    if cls in ("MLPReward", "CNNReward"):
+    classes: dict[str, type[MLPReward] | type[CNNReward] | type[ReedReward]] = {
+        "MLPReward": MLPReward,
+        "CNNReward": CNNReward,
+        "ReedReward": ReedReward,
+    }
+    if cls in classes:
         obs_space = space_from_json(cfg.pop("observation_space"))
         act_space = space_from_json(cfg.pop("action_space"))
-        klass = MLPReward if cls == "MLPReward" else CNNReward
-        return klass(obs_space, act_space, **cfg)
+        return classes[cls](obs_space, act_space, **cfg)
     raise ValueError(f"unknown reward network class {cls!r}")
 
 
