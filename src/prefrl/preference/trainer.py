@@ -23,6 +23,7 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.allocator import keep_freed_memory
 from prefrl.preference.model import preference_logits, preference_loss, preference_metrics
 from prefrl.preference.optim import FlatAdamW, FlatParameters
+from prefrl.preference.self_predictive import SelfPredictiveConfig
 from prefrl.preference.trust import TrustRecord
 from prefrl.rewards.encode import encode_fragments, fragments_per_chunk, gather
 from prefrl.rewards.nets import Features, RewardNet, to_tensor
@@ -103,6 +104,19 @@ class RewardTrainerConfig:
     trust_window: int = 20
     """Trust gate: the accuracy is measured on this many of the newest non-tied labels, each
     scored by the model before it trained on it."""
+    self_predictive: bool = SelfPredictiveConfig.enabled
+    """With --reward.kind reed, in prefrl train's loop: before every reward update, train the state
+    encoder on REED's self-predictive objective (predict the next state's encoding from the state's
+    and the action) on the iteration's episodes plus, for off-policy agents, a sample of the replay
+    buffer; off: the REED network learns from the preferences alone. No effect on other networks."""
+    self_predictive_steps: int = SelfPredictiveConfig.steps
+    """REED self-predictive training: Adam updates per reward update (initial_epoch_multiplier times
+    as many in the first)."""
+    self_predictive_batch_size: int = SelfPredictiveConfig.batch_size
+    """REED self-predictive training: random transitions per update, per ensemble member."""
+    self_predictive_lr: float = SelfPredictiveConfig.lr
+    """REED self-predictive training: Adam learning rate (its own optimiser, over the encoder and the
+    next-latent predictor)."""
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.grad_accum_steps < 1:
@@ -134,6 +148,17 @@ class RewardTrainerConfig:
                 raise ValueError(f"{name} is a share of labels, in [0, 1]; got {getattr(self, name)}")
         if self.trust_window < 1:
             raise ValueError(f"trust_window must be >= 1 label, got {self.trust_window}")
+        self.self_predictive_config()  # checks the self_predictive_* options
+
+    def self_predictive_config(self) -> SelfPredictiveConfig:
+        """The ``self_predictive*`` options as the REED encoder's trainer takes them (seeded by ``seed``)."""
+        return SelfPredictiveConfig(
+            enabled=self.self_predictive,
+            steps=self.self_predictive_steps,
+            batch_size=self.self_predictive_batch_size,
+            lr=self.self_predictive_lr,
+            seed=self.seed,
+        )
 
 
 class RewardTrainer:
