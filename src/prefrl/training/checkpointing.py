@@ -29,7 +29,10 @@ class LoopCheckpoint:
         loop = self.loop
         assert loop.ckpt is not None and loop.run_dir is not None
         path = loop.ckpt.begin(loop.state.iteration)
-        save_learner(path, loop.net, loop.trainer.state_dict(), loop.dataset)
+        trainer_state = loop.trainer.state_dict()
+        if loop.representation is not None:  # REED's encoder trainer: its Adam moments and draws
+            trainer_state["self_predictive"] = loop.representation.state_dict()
+        save_learner(path, loop.net, trainer_state, loop.dataset)
         if loop.agent is not None:
             save_agent(loop.agent, path / "policy.zip")
             if loop.off_policy:
@@ -100,7 +103,10 @@ class LoopCheckpoint:
                 load_replay_buffer(loop.agent.replay_buffer, path / "replay_buffer.npz")
             if loop.reward is not None and state.get("normalizer"):
                 loop.reward.normalizer.load_state_dict(state["normalizer"])
-        loop.trainer.load_state_dict(load_learner(path, loop.net))
+        trainer_state = load_learner(path, loop.net)
+        loop.trainer.load_state_dict(trainer_state)
+        if loop.representation is not None and "self_predictive" in trainer_state:
+            loop.representation.load_state_dict(trainer_state["self_predictive"])
         if loop.reward is not None:
             loop.reward.refresh()
         s = loop.state

@@ -8,7 +8,8 @@ One iteration ``i`` (of ``config.iterations``):
    at once; async ones are polled). Clips of terminated episodes may run on into the
    absorbing state (see :mod:`prefrl.data.fragments`); once an episode has terminated the
    agent's reward is normalised by scale only, so the absorbing state stays worth 0;
-2. fit the reward model (``initial_epoch_multiplier`` times longer the first time);
+2. fit the reward model (``initial_epoch_multiplier`` times longer the first time); a REED
+   reward's encoder first trains on its self-predictive objective (:mod:`prefrl.training.representation`);
 3. off-policy agents: relabel the whole replay buffer with the new reward (PEBBLE);
    reset the reward normaliser to the new reward's statistics;
 4. train the agent for its share of environment steps on the learned reward;
@@ -72,6 +73,7 @@ from prefrl.training.config import (
 from prefrl.training.mixture import EpisodeArchive, archive_pairs, join_queries, older_share
 from prefrl.training.progress import StatusLine
 from prefrl.training.queries import candidate_pairs, choose_pairs
+from prefrl.training.representation import SelfPrediction
 
 
 class PreferenceLoop:
@@ -119,6 +121,7 @@ class PreferenceLoop:
             )
         config = resolve_selection(config, reward_net.ensemble_size)  # the same object once resolved
         self.config, self.net, self.trainer, self.teacher = config, reward_net, trainer, teacher
+        self.representation = SelfPrediction.for_loop(reward_net, trainer.config)  # REED's encoder, else None
         self.agent, self.recorder, self.reward = agent, recorder, reward
         self.trajectories, self.side_env = trajectories, side_env
         self.run_dir = Path(run_dir) if run_dir is not None else None
@@ -200,6 +203,8 @@ class PreferenceLoop:
         close_queries(self)
         if not len(self.dataset) or not self._labels_since_train:
             return
+        if self.representation is not None:  # REED: no new episodes here, the replay buffer only
+            self.representation.update(None, self.agent)
         self.trainer.train(self.dataset)
         self._labels_since_train = 0
         if self.reward is not None:
@@ -447,6 +452,8 @@ class PreferenceLoop:
         t0 = time.perf_counter()
         if len(self.dataset) and (self._labels_since_train or self.trainer.calls == 0):
             mult = c.initial_epoch_multiplier if self.trainer.calls == 0 else 1.0
+            if self.representation is not None:  # REED: the encoder learns the dynamics first
+                m.update(self.representation.update(batch, self.agent, mult))
             rm = self.trainer.train(self.dataset, epoch_multiplier=mult, unlabelled=self._unlabelled(batch))
             m.update({f"reward/{k}": v for k, v in rm.items()})
             self._labels_since_train = 0
