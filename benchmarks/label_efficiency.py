@@ -165,6 +165,7 @@ METHODS: dict[str, dict[str, object]] = {
     # the same by the variance of the members' logits (the measure's default before 2026-11-25)
     "active_logit": {"active_selection": True, "uncertainty_measure": "logit", "active_selection_from": 0},
     "pretrain": {**UNIFORM, "pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration first
+    "reed": {**UNIFORM, "reward.kind": "reed"},  # REED's dynamics-aware (self-predictive) reward encoder
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip
