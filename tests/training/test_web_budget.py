@@ -165,5 +165,6 @@ def test_three_web_runs_use_every_answer_given(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # the runs: 60 labels each, the first killed three times
+@pytest.mark.timeout(2700)  # minutes on a busy 2-core machine
 def test_three_web_runs_of_60_labels_use_every_answer_given(tmp_path: Path) -> None:
     _web_runs(tmp_path, n_runs=3, kills=3, labels=60)
