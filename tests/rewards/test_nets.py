@@ -379,7 +379,7 @@ def test_keypoint_motion_locates_each_frame_of_a_clip_once_with_the_same_rewards
 def test_action_heads_pay_the_taken_actions_output(kind: str, tmp_path) -> None:
     """One output per Discrete action: the reward is the taken action's column, the same per
     member and batched, the action is no input, and the choice survives save/load."""
-    from prefrl.rewards.inference import TorchReward, reward_fn
+    from prefrl.rewards.inference import FastReward, reward_fn
 
     acts_space = spaces.Discrete(4, start=1)
     if kind == "mlp":
@@ -410,8 +410,8 @@ def test_action_heads_pay_the_taken_actions_output(kind: str, tmp_path) -> None:
     again = load_reward_net(path)
     assert again.action_heads and again.config["action_heads"] is True
     torch.testing.assert_close(again(obs, acts, obs, dones), r)
-    fn = reward_fn(net)  # the NumPy fast path has no per-action heads: the torch one serves them
-    assert isinstance(fn, TorchReward)
+    fn = reward_fn(net)  # the NumPy fast path picks the taken action's head too
+    assert isinstance(fn, FastReward)
     got = fn(obs[0].numpy(), acts[0].numpy(), obs[0].numpy(), dones[0].numpy())
     np.testing.assert_allclose(got, r.detach().mean(0)[0].numpy(), rtol=1e-5, atol=1e-6)
 

@@ -12,10 +12,14 @@ few NumPy matrix products on preallocated buffers:
   with the ``1/255`` pixel scale folded into the first layer and the head's rows permuted
   to match the channels-last flattening.
 
-It gives the same numbers as ``net.score(net.encode(...)).mean(0)`` (to float32
-rounding) and is rebuilt whenever new weights arrive. Other networks (custom ones,
-``ShapedReward``, Dict spaces, other activations) use :class:`TorchReward`: the network
-itself under ``torch.inference_mode`` with one intra-op thread.
+The keypoint CNN (``features="spatial"``, with or without ``use_next_obs``) computes its
+keypoints with :class:`~prefrl.rewards.fast_keypoints.KeypointFeatures`; with
+``action_heads`` (one output per Discrete action) the taken action's output is picked (per
+member before a tanh output). It gives the same numbers as
+``net.score(net.encode(...)).mean(0)`` (to float32 rounding) and is rebuilt whenever new
+weights arrive. Other networks (custom ones, ``ShapedReward``, Dict spaces, the flat CNN
+reading stacked frames, other activations) use :class:`TorchReward`: the network itself
+under ``torch.inference_mode`` with one intra-op thread.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from gymnasium import spaces
 from threadpoolctl import ThreadpoolController
 
 from prefrl.rewards.cnn import CNNReward
+from prefrl.rewards.fast_keypoints import KeypointFeatures, conv_matrices
 from prefrl.rewards.layers import EnsembleMLP
 from prefrl.rewards.mlp import MLPReward
 from prefrl.rewards.nets import RewardNet
@@ -42,6 +47,11 @@ RewardFn = Callable[[Array, Array, Array, Array], Array]
 BLAS_THREADED_WORK = 65536
 """Matrix products with more multiply-adds may run on several BLAS threads (OpenBLAS's
 default threshold is four times this)."""
+
+
+TORCH_GRAIN = 32768
+"""Torch runs an element-wise operation on its thread pool above this many values
+(``at::internal::GRAIN_SIZE``)."""
 
 
 @functools.cache
@@ -160,14 +170,30 @@ def _vec_writer(space: spaces.Space[Any]) -> tuple[int, Callable[[Array, Array],
 
 
 def _run_tail(
-    h: Array, tail: list[tuple[Array, Array]], act: Callable[[Array], Array], squash: bool = False
+    h: Array,
+    tail: list[tuple[Array, Array]],
+    act: Callable[[Array], Array],
+    squash: bool = False,
+    pick: tuple[Array, int] | None = None,
 ) -> Array:
-    """The layers after the first on pre-activations ``h [n, H]``; the reward ``[n]`` (float64)."""
+    """The layers after the first on pre-activations ``h [n, H]``; the reward ``[n]`` (float64).
+
+    ``pick``: with action heads, ``(head indices [n], K)``: the output layer gives ``K`` values
+    (``E*K`` with ``squash``, member-major) and the reward is the taken action's.
+    """
     *hidden, (w_out, b_out) = tail
     for w, b in hidden:
         h = act(h)
         h = h @ w
         h += b
+    if pick is not None:
+        idx, k = pick
+        rows = np.arange(len(h))
+        z = act(h) @ w_out
+        z += b_out
+        if squash:  # [n, E*K] -> each member's taken action [n, E] -> tanh -> mean
+            return np.tanh(z.reshape(len(h), -1, k)[rows, :, idx]).mean(1, dtype=np.float64)
+        return z[rows, idx].astype(np.float64)
     if squash:  # members' outputs [n, E] -> tanh -> mean
         z = act(h) @ w_out
         z += b_out
@@ -200,13 +226,27 @@ class FastReward:
 
     @classmethod
     def of(cls, net: RewardNet) -> FastReward | None:
-        if net.output not in ("linear", "tanh") or getattr(net, "action_heads", False):
-            return None  # one output per action: the torch path picks the taken action's
+        if net.output not in ("linear", "tanh"):
+            return None
         if type(net) is MLPReward:
             return _mlp(net)
         if type(net) is CNNReward:
             return _cnn(net)
         return None
+
+
+def _picker(net: RewardNet) -> Callable[[Array], Array] | None:
+    """With ``action_heads``: ``acts [n] -> head indices [n]`` (int64 from 0, clipped, as the
+    torch path's ``_action_index``); else ``None``."""
+    space = net.action_space
+    if not getattr(net, "action_heads", False) or not isinstance(space, spaces.Discrete):
+        return None
+    k, start = int(space.n), int(space.start)
+
+    def pick(acts: Array) -> Array:
+        return np.clip(np.asarray(acts).reshape(-1).astype(np.int64) - start, 0, k - 1)
+
+    return pick
 
 
 def _mlp(net: MLPReward) -> FastReward | None:
@@ -240,6 +280,9 @@ def _mlp(net: MLPReward) -> FastReward | None:
         lo, hi = -net.norm.clip, net.norm.clip
     squash = net.output == "tanh"
     tail = _dense_tail(net.mlp, squash)
+    picker, heads = _picker(net), net.mlp.linears[-1].out_features
+    if heads > 1 and picker is None:
+        return None
     buf: dict[int, Array] = {}
 
     def fn(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
@@ -250,7 +293,7 @@ def _mlp(net: MLPReward) -> FastReward | None:
             np.clip(x, lo, hi, out=x)
         h = x @ w1
         h += b1
-        return _run_tail(h, tail, act, squash)
+        return _run_tail(h, tail, act, squash, None if picker is None else (picker(acts), heads))
 
     widest = max(w.size for w, _ in [(w1, b1), *tail])
     return FastReward(fn, lambda n: n * widest)
@@ -281,14 +324,16 @@ class _CnnBuffers:
     1 (the bias is the weight matrix's last row), written through ``runs``, the same memory
     seen as ``[n, oh, ow, k]`` runs of ``k*C`` values (the first layer's runs go to a uint8
     buffer, cast after); ``outs`` ``[n*oh*ow, C_out]`` with ``outs_t``, torch views of them
-    for the in-place ReLU (NumPy's ``maximum`` is 3x slower: it propagates NaNs).
+    for the in-place ReLU (NumPy's ``maximum`` is 3x slower: it propagates NaNs), in pieces of
+    at most :data:`TORCH_GRAIN` values (a larger one goes to torch's thread pool, which costs
+    milliseconds when the cores are busy: 7 ms for one 84x84 layer of two frames).
     """
 
     def __init__(self, n: int, hwc: tuple[int, int, int], layers: list[tuple[int, int, Array]]) -> None:
         self.inputs: list[Array] = []
         self.runs: list[Array] = []
         self.outs: list[Array] = []
-        self.outs_t: list[torch.Tensor] = []
+        self.outs_t: list[tuple[torch.Tensor, ...]] = []
         self.shapes: list[tuple[int, int, int, int]] = []
         hh, ww, cc = hwc
         for li, (k, s, dense) in enumerate(layers):
@@ -307,7 +352,7 @@ class _CnnBuffers:
             self.inputs.append(inp)
             self.runs.append(runs)
             self.outs.append(out)
-            self.outs_t.append(torch.from_numpy(out))
+            self.outs_t.append(torch.from_numpy(out).view(-1).split(TORCH_GRAIN))
             hh, ww, cc = oh, ow, dense.shape[1]
             self.shapes.append((n, oh, ow, cc))
 
@@ -324,45 +369,25 @@ def _patches(x: Array, k: int, s: int, out: Array) -> None:
     np.copyto(out, src)
 
 
-def _cnn(net: CNNReward) -> FastReward | None:
-    name = _activation_name(net.head)
-    if name is None or net.use_next_obs or net.spatial:  # stacked frames, keypoints: torch path
-        return None
+ImageFn = Callable[[Array, Array], Array]
+"""``(obs [n, ...], next_obs [n, ...]) -> [n, D]`` float32 image features of a CNN, all members."""
+
+
+def _flat_image(
+    net: CNNReward, w1: Array, act: Callable[[Array], Array], relu: bool
+) -> tuple[int, Array, ImageFn, Callable[[int], int]] | None:
+    """The flat CNN's image features: ``(F, head rows [D, E*H], image, work)``, ``F`` the
+    features per member the torch head reads (``w1 [E, F + vec, H]``), ``D`` those of all
+    members in channels-last order, ``work`` the largest product's multiply-adds for ``n``."""
     e = net.ensemble_size
     c, h, w = net.image_shape
-    convs = [m for m in net.conv if isinstance(m, torch.nn.Conv2d)]
-    # conv layers as (kernel, stride, W [k*k*in + 1, out_total]) on channels-last activations,
-    # rows (ky, kx, channel) and the bias last
-    layers: list[tuple[int, int, Array]] = []
-    for i, conv in enumerate(convs):
-        wt = conv.weight.detach().cpu().numpy().astype(np.float32)  # [E*out, in, k, k]
-        k, s = int(conv.kernel_size[0]), int(conv.stride[0])
-        if conv.kernel_size[0] != conv.kernel_size[1] or conv.stride[0] != conv.stride[1]:
-            return None
-        if conv.padding != (0, 0) or conv.dilation != (1, 1):
-            return None
-        out_c, in_c = wt.shape[0] // e, wt.shape[1]
-        if i == 0:  # every member sees the same image: members side by side; fold in 1/255
-            dense = wt.reshape(e * out_c, in_c * k * k).T / 255.0
-        else:
-            dense = np.zeros((e * in_c * k * k, e * out_c), np.float32)
-            for g in range(e):
-                blk = wt[g * out_c : (g + 1) * out_c].reshape(out_c, in_c * k * k).T
-                dense[g * in_c * k * k : (g + 1) * in_c * k * k, g * out_c : (g + 1) * out_c] = blk
-        bias = conv.bias.detach().cpu().numpy().astype(np.float32) if conv.bias is not None else None
-        if bias is None:
-            bias = np.zeros(e * out_c, np.float32)
-        # rows (channel, ky, kx) -> (ky, kx, channel): patches then copy runs of k*channels floats
-        cc = dense.shape[0] // (k * k)
-        dense = dense.reshape(cc, k, k, -1).transpose(1, 2, 0, 3).reshape(k * k * cc, -1)
-        layers.append((k, s, np.ascontiguousarray(np.vstack([dense, bias[None]]), np.float32)))
-    # output size of the convolutions
+    layers = conv_matrices(net, 1.0 / 255.0)  # the 1/255 pixel scale folded into the first layer
+    if not layers:
+        return None
     oh, ow, oc = h, w, c
     for k, s, dense in layers:
         oh, ow, oc = (oh - k) // s + 1, (ow - k) // s + 1, dense.shape[1] // e
     f = oc * oh * ow
-    w1 = net.head.linears[0].weight.detach().cpu().numpy().astype(np.float32)  # [E, F + vec, H]
-    b1 = net.head.linears[0].bias.detach().cpu().numpy().astype(np.float32).reshape(-1)
     hid = w1.shape[2]
     # head rows: member g's feature (o, y, x) -> channels-last flat index (y, x, g, o)
     head = np.zeros((oh, ow, e, oc, e * hid), np.float32)
@@ -370,33 +395,11 @@ def _cnn(net: CNNReward) -> FastReward | None:
         wg = w1[g, :f].reshape(oc, oh, ow, hid).transpose(1, 2, 0, 3)  # [y, x, o, H]
         head[:, :, g, :, g * hid : (g + 1) * hid] = wg
     head_img = head.reshape(oh * ow * e * oc, e * hid)
-    head_vec = np.ascontiguousarray(w1[:, f:].transpose(1, 0, 2).reshape(-1, e * hid))
-    vec_parts: list[tuple[int, int, Callable[[Array, Array], None]]] = []
-    if net.use_act:
-        got = _vec_writer(net.action_space)
-        if got is None:
-            return None
-        vec_parts.append((1, *got))
-    if net.use_done:
-        vec_parts.append((3, 1, lambda out, d: out.__setitem__(..., d.reshape(len(out), 1))))
-    d_vec = sum(p[1] for p in vec_parts)
-    if d_vec != head_vec.shape[0]:
-        return None
-    squash = net.output == "tanh"
-    tail = _dense_tail(net.head, squash)
-    act = _ACTS[name]
-    relu = name == "relu"
-    # a Discrete action alone: its one-hot product is a row of head_vec (the bias folded in)
-    rows_by_action = None
-    if net.use_act and not net.use_done and isinstance(net.action_space, spaces.Discrete):
-        rows_by_action = head_vec + b1
-        a_start = int(net.action_space.start)
     chw = net.chw
     bufs: dict[int, _CnnBuffers] = {}
-    vbuf: dict[int, Array] = {}
 
-    def fn(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
-        n = len(acts)
+    def image(obs: Array, next_obs: Array) -> Array:
+        n = len(obs)
         b = bufs.get(n)
         if b is None:
             b = bufs[n] = _CnnBuffers(n, (h, w, c), layers)
@@ -412,25 +415,79 @@ def _cnn(net: CNNReward) -> FastReward | None:
             y = b.outs[li]
             np.matmul(p, dense, out=y)
             if relu:
-                b.outs_t[li].relu_()
+                for part in b.outs_t[li]:
+                    part.relu_()
             else:
                 act(y)
             x = y.reshape(b.shapes[li])
-        z = x.reshape(n, -1) @ head_img
-        if rows_by_action is not None:
-            a = np.asarray(acts).reshape(n)
-            z += rows_by_action.take(a - a_start if a_start else a, axis=0, mode="clip")
-            return _run_tail(z, tail, act, squash)
-        z += b1
-        if vec_parts:
-            z += _write_features(vbuf, d_vec, vec_parts, (obs, acts, next_obs, dones)) @ head_vec
-        return _run_tail(z, tail, act, squash)
+        return x.reshape(n, -1)
 
     def work(n: int) -> int:
         b = _CnnBuffers(1, (h, w, c), layers)
-        return n * max([p.size * d.shape[1] for p, (_, _, d) in zip(b.inputs, layers)] + [head_img.size])
+        return n * max(p.size * d.shape[1] for p, (_, _, d) in zip(b.inputs, layers))
 
-    return FastReward(fn, work)
+    return f, head_img, image, work
+
+
+def _cnn(net: CNNReward) -> FastReward | None:
+    name = _activation_name(net.head)
+    if name is None or (net.use_next_obs and not net.motion):  # stacked frames: torch path
+        return None
+    act = _ACTS[name]
+    e = net.ensemble_size
+    w1 = net.head.linears[0].weight.detach().cpu().numpy().astype(np.float32)  # [E, F + vec, H]
+    b1 = net.head.linears[0].bias.detach().cpu().numpy().astype(np.float32).reshape(-1)
+    hid = w1.shape[2]
+    image: ImageFn
+    image_work: Callable[[int], int]
+    if net.spatial:  # keypoints (of s, and their displacement to s' with motion)
+        kp = KeypointFeatures.of(net, act)
+        if kp is None:
+            return None
+        f, head_img, image, image_work = kp.features, kp.head_rows(w1[:, : kp.features]), kp, kp.work
+    else:
+        got = _flat_image(net, w1, act, name == "relu")
+        if got is None:
+            return None
+        f, head_img, image, image_work = got
+    head_vec = np.ascontiguousarray(w1[:, f:].transpose(1, 0, 2).reshape(-1, e * hid))
+    vec_parts: list[tuple[int, int, Callable[[Array, Array], None]]] = []
+    if net.use_act and not net.action_heads:
+        got_act = _vec_writer(net.action_space)
+        if got_act is None:
+            return None
+        vec_parts.append((1, *got_act))
+    if net.use_done:
+        vec_parts.append((3, 1, lambda out, d: out.__setitem__(..., d.reshape(len(out), 1))))
+    d_vec = sum(p[1] for p in vec_parts)
+    if d_vec != head_vec.shape[0]:
+        return None
+    squash = net.output == "tanh"
+    tail = _dense_tail(net.head, squash)
+    picker, heads = _picker(net), net.head.linears[-1].out_features
+    if heads > 1 and picker is None:
+        return None
+    # a Discrete action alone: its one-hot product is a row of head_vec (the bias folded in)
+    rows_by_action = None
+    if vec_parts and not net.use_done and isinstance(net.action_space, spaces.Discrete):
+        rows_by_action = head_vec + b1
+        a_start = int(net.action_space.start)
+    vbuf: dict[int, Array] = {}
+
+    def fn(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
+        n = len(acts)
+        z = image(obs, next_obs) @ head_img
+        pick = None if picker is None else (picker(acts), heads)
+        if rows_by_action is not None:
+            a = np.asarray(acts).reshape(n)
+            z += rows_by_action.take(a - a_start if a_start else a, axis=0, mode="clip")
+            return _run_tail(z, tail, act, squash, pick)
+        z += b1
+        if vec_parts:
+            z += _write_features(vbuf, d_vec, vec_parts, (obs, acts, next_obs, dones)) @ head_vec
+        return _run_tail(z, tail, act, squash, pick)
+
+    return FastReward(fn, lambda n: max(image_work(n), n * head_img.size))
 
 
 class TorchReward:
