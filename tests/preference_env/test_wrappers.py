@@ -33,7 +33,7 @@ from prefrl.preference_env import (
 )
 from prefrl.preference_env.env_process import default_net
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
-from prefrl.rewards.cnn import CNNReward
+from prefrl.rewards.cnn import CNNReward, cnn_architecture
 
 ENV = "prefrl/MovingDot-v0"
 ONE_EPOCH = RewardTrainerConfig(epochs=1.0)  # short training rounds: weights published often
@@ -389,6 +389,8 @@ def test_rewarder_process_gives_the_networks_rewards(tmp_path: Path, obs_type: s
     if obs_type == "pixels-next":
         net = CNNReward(obs_space, act_space, features="spatial", channels=(4,), kernels=(1,), strides=(1,),
                         hidden=(16,), use_next_obs=True)  # fmt: skip
+    elif obs_type == "pixels":  # a flat CNN of (s, a): the rewarder process can score it ahead
+        net = CNNReward(obs_space, act_space, **cnn_architecture(obs_space))
     else:
         net = default_net(obs_space, act_space)  # type: ignore[arg-type]
     path = save_reward_net(net, tmp_path / "r.safetensors")

@@ -26,7 +26,6 @@ from prefrl.rewards.inference import RewardFn, reward_fn
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.rewards.normalization import RewardNormalizer
-from prefrl.rewards.spaces import is_image_space
 
 ObsTransform = Callable[[np.ndarray], np.ndarray]
 """Maps a batch of observations or frames ``[n, ...]`` to what the reward model sees ``[n, ...]``."""
@@ -45,21 +44,14 @@ REWARDER_MIN_ENVS = 4
 """``reward_process=None`` starts the rewarder from this many envs (see the config)."""
 
 
-IMAGE_REWARD = RewardNetConfig(ensemble_size=1, cnn_features="flat", action_heads=False)
-"""The wrapper's default reward for image observations: one flat CNN (layers by image size, see
-:func:`~prefrl.rewards.cnn.cnn_architecture`: the 40x40 moving dot gets a small one) reading
-(s, a). ``prefrl train``'s (three members, keypoints of s and s' for small images, a head per
-Discrete action) has no NumPy per-step path and cost ~100x more per step in the environment
-process; three flat members cost 2.4x at 16 envs (docs/wrapper.md)."""
-
-
 def default_config(obs_space: spaces.Space[Any], act_space: spaces.Space[Any]) -> RewardNetConfig:
-    """The config of the network the wrapper trains when given none, resolved for the spaces
-    by the same :meth:`~prefrl.rewards.config.RewardNetConfig.resolved` as ``prefrl train``'s:
-    for state observations ``prefrl train``'s default (:class:`RewardNetConfig`: three MLPs of
-    64x64 reading s, a and s'), for images :data:`IMAGE_REWARD`."""
-    base = IMAGE_REWARD if is_image_space(obs_space) else RewardNetConfig()
-    return base.resolved(obs_space, act_space)
+    """The config of the network the wrapper trains when given none: ``prefrl train``'s default
+    (:class:`RewardNetConfig`), resolved for the spaces by the same
+    :meth:`~prefrl.rewards.config.RewardNetConfig.resolved`: three MLPs of 64x64 reading s, a and
+    s' for state observations; for images three CNNs, keypoints of s and s' for images up to
+    64 px a side, a flat CNN with a head per Discrete action above. Its ``output`` stays
+    ``auto`` (built as linear): the wrapper has no environment of its own to probe."""
+    return RewardNetConfig().resolved(obs_space, act_space)
 
 
 def default_net(obs_space: spaces.Box, act_space: spaces.Space[Any]) -> RewardNet:
