@@ -28,6 +28,7 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.interpret.rewardfn import RewardFn, as_reward_fn, index_obs, net_reward_fn
 from prefrl.preference.trainer import evaluate_preferences
 from prefrl.rewards.nets import RewardNet
+from prefrl.seeding import stream_seed
 
 
 def _weights(w: np.ndarray | None, n: int, name: str) -> np.ndarray:
@@ -140,7 +141,7 @@ class Coverage:
     ) -> Coverage:
         """Independent samples of the spaces (``space.sample()``): s, a and s' all unrelated."""
         observation_space.seed(seed)
-        action_space.seed(seed + 1)
+        action_space.seed(stream_seed(seed, "coverage_actions"))
 
         def draw(space: spaces.Space[Any], k: int) -> Any:
             items = [space.sample() for _ in range(k)]

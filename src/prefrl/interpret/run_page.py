@@ -41,6 +41,7 @@ from prefrl.interpret.evaluation import predicted_rewards
 from prefrl.interpret.plots import new_figure, plot_training_curves
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import RewardNet
+from prefrl.seeding import stream, stream_seed
 from prefrl.storage.checkpoint import read_json
 from prefrl.storage.clips import encode_video
 from prefrl.teachers.synthetic import PRESETS, SyntheticTeacher
@@ -131,7 +132,8 @@ def fresh_clips(cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: An
                 )
             )
             sources.append("policy")
-        parts.append(collect_episodes(env, cfg.episodes, seed=cfg.seed + 1, render=render))
+        random_seed = stream_seed(cfg.seed, "page_random")
+        parts.append(collect_episodes(env, cfg.episodes, seed=random_seed, render=render))
         sources.append("random")
     finally:
         env.close()
@@ -156,7 +158,7 @@ def fresh_clips(cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: An
 def disagreements(clips: FreshClips, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
     """The ``n`` fresh pairs ``[n, 2]`` (teacher's choice first) the reward model doubts most, the
     model's probability of the teacher's choice ``[n]``, and its accuracy over all strict pairs."""
-    pairs = random_pairs(len(clips.fragments), len(clips.fragments), np.random.default_rng(seed + 2))
+    pairs = random_pairs(len(clips.fragments), len(clips.fragments), stream(seed, "page_pairs"))
     gap = clips.teacher[pairs[:, 0]] - clips.teacher[pairs[:, 1]]
     scale = max(1e-9, float(np.ptp(clips.teacher)))
     strict = np.abs(gap) > 1e-6 * scale
