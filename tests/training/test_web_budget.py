@@ -140,7 +140,12 @@ def _web_runs(tmp_path: Path, n_runs: int, kills: int, labels: int) -> None:
                     )
                 else:
                     proc = _train("--resume", str(run))
-            err = proc.communicate(timeout=600)[1].decode()
+            try:
+                err = proc.communicate(timeout=1200)[1].decode()
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                err = proc.communicate()[1].decode()
+                pytest.fail(f"run {k} did not finish in 20 minutes; its stderr:\n{err[-3000:]}")
             assert proc.returncode == 0, err[-3000:]
             report = json.loads((run / "report.json").read_text())
             _check_every_answer_used(db, run, report, labels)
