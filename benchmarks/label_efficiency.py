@@ -166,6 +166,9 @@ METHODS: dict[str, dict[str, object]] = {
     "active_logit": {"active_selection": True, "uncertainty_measure": "logit", "active_selection_from": 0},
     "pretrain": {**UNIFORM, "pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration first
     "reed": {**UNIFORM, "reward.kind": "reed"},  # REED's dynamics-aware (self-predictive) reward encoder
+    # PPE's mixture queries on today's defaults: half of each round's pairs from earlier episodes
+    "mixture": {"archive_share": 0.5},
+    "smoothing": {"trainer.label_smoothing": 0.1},  # SEER's label smoothing on today's defaults
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip
