@@ -135,20 +135,6 @@ class RewardNetConfig:
         kind = self.resolved_kind(obs_space)
         use_next_obs = bool(self.use_next_obs)  # unresolved auto (runs that predate it): off
         heads = bool(self.action_heads)  # unresolved auto (runs that predate it): off
-        if kind == "reed":
-            return ReedReward(
-                obs_space,
-                act_space,
-                hidden=tuple(self.hidden),
-                ensemble_size=self.ensemble_size,
-                use_obs=self.use_obs,
-                use_act=self.use_act,
-                use_next_obs=use_next_obs,
-                use_done=self.use_done,
-                output=self._output(),
-                action_heads=heads,
-                latent_dim=self.reed_latent_dim,
-            )
         if kind == "cnn":
             if not is_image_space(obs_space):
                 raise ValueError(
@@ -182,15 +168,16 @@ class RewardNetConfig:
                 action_heads=heads,
             )
             return CNNReward(obs_space, act_space, ensemble_size=self.ensemble_size, options=options)
-        return MLPReward(
-            obs_space,
-            act_space,
-            hidden=tuple(self.hidden),
-            ensemble_size=self.ensemble_size,
-            use_obs=self.use_obs,
-            use_act=self.use_act,
-            use_next_obs=use_next_obs,
-            use_done=self.use_done,
-            output=self._output(),
-            action_heads=heads,
-        )
+        vector: dict[str, Any] = {  # the MLP's and REED's options
+            "hidden": tuple(self.hidden),
+            "ensemble_size": self.ensemble_size,
+            "use_obs": self.use_obs,
+            "use_act": self.use_act,
+            "use_next_obs": use_next_obs,
+            "use_done": self.use_done,
+            "output": self._output(),
+            "action_heads": heads,
+        }
+        if kind == "reed":
+            return ReedReward(obs_space, act_space, latent_dim=self.reed_latent_dim, **vector)
+        return MLPReward(obs_space, act_space, **vector)
