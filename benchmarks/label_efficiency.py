@@ -169,6 +169,7 @@ METHODS: dict[str, dict[str, object]] = {
     # PPE's mixture queries on today's defaults: half of each round's pairs from earlier episodes
     "mixture": {"archive_share": 0.5},
     "smoothing": {"trainer.label_smoothing": 0.1},  # SEER's label smoothing on today's defaults
+    "pessimism": {"uncertainty_penalty": 0.5},  # the ensemble's std taken off the agent's reward
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip

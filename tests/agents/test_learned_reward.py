@@ -130,7 +130,9 @@ def test_learned_reward_is_driven_by_its_methods() -> None:
     assert reward.intrinsic is None
     reward.set_bonus(0.25)
     assert reward.bonus == 0.25
-    with pytest.raises(ValueError, match=">= 0"):
-        reward.set_bonus(-1.0)
+    reward.set_bonus(-1.0)  # a penalty (the loop's uncertainty_penalty)
+    assert reward.bonus == -1.0
+    with pytest.raises(ValueError, match="finite"):
+        reward.set_bonus(float("nan"))
     reward.scale_only()
     assert not reward.normalizer.center

@@ -373,3 +373,25 @@ def test_exploration_bonus_follows_disagreement_and_decays() -> None:
     np.testing.assert_allclose(loop.reward.raw(obs, acts, nxt) - plain, 2.0 * std, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="exploration_bonus_decay"):
         LoopConfig(exploration_bonus_decay=1.0)
+
+
+def test_uncertainty_penalty_takes_the_ensembles_spread_off_the_reward() -> None:
+    """Pessimism: the agent's reward loses penalty x ensemble std, every iteration (no decay),
+    so transitions the members disagree on pay less; a negative penalty is refused."""
+    cfg = LoopConfig(total_steps=600, total_labels=8, iterations=2, initial_steps=200, fragment_length=20,
+                     uncertainty_penalty=0.5)  # fmt: skip
+    loop = build(cfg)
+    assert loop.bonus_weight() == -0.5
+    loop.run()
+    assert loop.reward.bonus == -0.5 and loop.bonus_weight() == -0.5
+    rng = np.random.default_rng(1)
+    obs, acts = rng.normal(size=(64, 3)).astype(np.float32), rng.normal(size=(64, 1)).astype(np.float32)
+    nxt = rng.normal(size=(64, 3)).astype(np.float32)
+    mean, std = loop.net.predict(obs, acts, nxt)
+    assert std.max() > 0
+    want = mean - loop.net.absorbing_value() - 0.5 * std
+    np.testing.assert_allclose(loop.reward.raw(obs, acts, nxt), want, rtol=1e-4, atol=1e-5)
+    both = LoopConfig(exploration_bonus=0.5, exploration_bonus_decay=0.0, uncertainty_penalty=0.2)
+    assert build(both).bonus_weight() == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="uncertainty_penalty"):
+        LoopConfig(uncertainty_penalty=-0.1)

@@ -4,6 +4,7 @@ with the normalisation, exploration bonus and fast per-step path the wrappers of
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,9 @@ class LearnedReward:
         self.intrinsic: Any = None
         """When set (``f(next_obs) -> [B]``), it replaces the learned reward (unsupervised pre-training)."""
         self.bonus = 0.0
-        """Weight of the exploration bonus (RUNE): ``bonus x`` the ensemble's std is added to
-        the reward, so the agent seeks what the reward model is unsure about (the loop decays it)."""
+        """Weight of the ensemble's std in the reward: ``bonus x`` std is added to it, so with a
+        positive weight the agent seeks what the reward model is unsure about (RUNE; the loop
+        decays it) and with a negative one avoids it (the loop's ``uncertainty_penalty``)."""
         self.fast = False
         """Compute small batches (an agent's per-step rewards) with the NumPy inference path of
         :class:`~prefrl.rewards.inference.FastReward`, compiled from the network's weights; the
@@ -65,9 +67,10 @@ class LearnedReward:
         return self
 
     def set_bonus(self, weight: float) -> None:
-        """The exploration bonus's weight from now on (RUNE; 0: none)."""
-        if weight < 0:
-            raise ValueError(f"the exploration bonus's weight must be >= 0, got {weight}")
+        """The weight of the ensemble's std in the reward from now on: above 0 an exploration
+        bonus (RUNE), below 0 a penalty (pessimism); 0: none."""
+        if not math.isfinite(weight):
+            raise ValueError(f"the weight of the ensemble's std must be finite, got {weight}")
         self.bonus = float(weight)
 
     def use_intrinsic(self, fn: Any) -> None:

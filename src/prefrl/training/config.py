@@ -124,6 +124,11 @@ class LoopConfig:
     disagreement), decaying as exploration_bonus x (1 - exploration_bonus_decay)^env_steps; 0: off."""
     exploration_bonus_decay: float = 1e-4
     """RUNE: decay of the exploration bonus per environment step."""
+    uncertainty_penalty: float = 0.0
+    """Pessimism: the agent's reward loses this weight x the reward ensemble's std (no decay), so
+    where the members disagree (states no label covers) the reward counts for less and the agent
+    is not drawn there (the conservative ensemble reward against over-optimisation). Subtracted
+    from the exploration bonus where both are set. 0: off."""
     end_clip_frac: OptFloat = None
     """Share of query clips drawn among those that contain a terminated episode's end (a fall,
     a goal), when the episodes to query have any; the rest are drawn uniformly. None (auto):
@@ -156,6 +161,8 @@ class LoopConfig:
             )
         if not 0.0 <= self.exploration_frac < 1.0:
             raise ValueError(f"exploration_frac must lie in [0, 1), got {self.exploration_frac}")
+        if self.uncertainty_penalty < 0:
+            raise ValueError(f"need uncertainty_penalty >= 0, got {self.uncertainty_penalty}")
         if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
             raise ValueError(
                 f"need exploration_bonus >= 0 and exploration_bonus_decay in [0, 1), got "

@@ -424,7 +424,7 @@ class PreferenceLoop:
     def _iteration(self, i: int) -> dict[str, float]:
         c = self.config
         m: dict[str, float] = {"iteration": float(i)}
-        if self.reward is not None:  # RUNE: the bonus of this iteration (also in a relabelled buffer)
+        if self.reward is not None:  # RUNE's bonus or the penalty (also in a relabelled buffer)
             self.reward.set_bonus(self.bonus_weight())
         batch = self._gather_episodes()
         if self.trajectories is None and batch.rews is not None and batch.num_steps:
@@ -487,11 +487,13 @@ class PreferenceLoop:
         return explore
 
     def bonus_weight(self) -> float:
-        """The exploration bonus's weight now: ``exploration_bonus (1 - decay)^env_steps``."""
+        """The weight of the ensemble's std in the agent's reward now: the exploration bonus
+        ``exploration_bonus (1 - decay)^env_steps`` minus ``uncertainty_penalty``."""
         c = self.config
-        if c.exploration_bonus <= 0:
-            return 0.0
-        return c.exploration_bonus * (1.0 - c.exploration_bonus_decay) ** self.state.env_steps
+        bonus = 0.0
+        if c.exploration_bonus > 0:
+            bonus = c.exploration_bonus * (1.0 - c.exploration_bonus_decay) ** self.state.env_steps
+        return bonus - c.uncertainty_penalty
 
     def _unlabelled(self, batch: TrajectoryBatch) -> Fragments | None:
         """Unlabelled clips of this iteration's episodes for the trainer's pseudo-labels (SURF),
