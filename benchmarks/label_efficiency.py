@@ -143,6 +143,9 @@ SURF = {
     "trainer.pseudo_label_threshold": 0.99,
 }
 UNIFORM = {"active_selection": False}
+WARM = {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 30}
+"""Today's query selection (disagreement once 30 labels prefer a clip), spelled out: the presets
+built on today's defaults name it, so their results are told apart from uniform-query ones."""
 """Uniform queries: the technique presets ask like the runs of their ablation column so far (the
 default until 2026-11-25), so a new run compares with the old ones like for like."""
 METHODS: dict[str, dict[str, object]] = {
@@ -157,8 +160,7 @@ METHODS: dict[str, dict[str, object]] = {
     # from the first query after the initial batch (PEBBLE's way)
     "active": {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 0},
     # the same once the reward has been trained on 30 labels (uniform queries before)
-    "active_warm": {"active_selection": True, "uncertainty_measure": "probability",
-                    "active_selection_from": 30},
+    "active_warm": WARM,
     # half of each iteration's queries by disagreement, half uniformly (from the first query)
     "active_mixed": {"active_selection": True, "uncertainty_measure": "probability",
                      "active_selection_from": 0, "active_selection_share": 0.5},
@@ -167,9 +169,9 @@ METHODS: dict[str, dict[str, object]] = {
     "pretrain": {**UNIFORM, "pretrain_steps": 10_000},  # PEBBLE's state-entropy exploration first
     "reed": {**UNIFORM, "reward.kind": "reed"},  # REED's dynamics-aware (self-predictive) reward encoder
     # PPE's mixture queries on today's defaults: half of each round's pairs from earlier episodes
-    "mixture": {"archive_share": 0.5},
-    "smoothing": {"trainer.label_smoothing": 0.1},  # SEER's label smoothing on today's defaults
-    "pessimism": {"uncertainty_penalty": 0.5},  # the ensemble's std taken off the agent's reward
+    "mixture": {**WARM, "archive_share": 0.5},
+    "smoothing": {**WARM, "trainer.label_smoothing": 0.1},  # SEER's label smoothing on today's defaults
+    "pessimism": {**WARM, "uncertainty_penalty": 0.5},  # the ensemble's std taken off the agent's reward
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip
