@@ -143,11 +143,11 @@ SURF = {
     "trainer.pseudo_label_threshold": 0.99,
 }
 UNIFORM = {"active_selection": False}
+"""Uniform queries: the technique presets ask like the runs of their ablation column so far (the
+default until 2026-11-25), so a new run compares with the old ones like for like."""
 WARM = {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 30}
 """Today's query selection (disagreement once 30 labels prefer a clip), spelled out: the presets
 built on today's defaults name it, so their results are told apart from uniform-query ones."""
-"""Uniform queries: the technique presets ask like the runs of their ablation column so far (the
-default until 2026-11-25), so a new run compares with the old ones like for like."""
 METHODS: dict[str, dict[str, object]] = {
     "baseline": {},  # today's defaults (disagreement after a 30-label warm-up since 2026-11-25)
     "crop": {**UNIFORM, "trainer.crop_min_frac": 0.7},  # SURF's temporal cropping alone
@@ -172,6 +172,7 @@ METHODS: dict[str, dict[str, object]] = {
     "mixture": {**WARM, "archive_share": 0.5},
     "smoothing": {**WARM, "trainer.label_smoothing": 0.1},  # SEER's label smoothing on today's defaults
     "pessimism": {**WARM, "uncertainty_penalty": 0.5},  # the ensemble's std taken off the agent's reward
+    "front": {**WARM, "query_schedule": "front"},  # every label asked in the run's first third
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip

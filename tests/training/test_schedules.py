@@ -4,7 +4,7 @@ import pytest
 from prefrl.training import allocate_queries
 
 
-@pytest.mark.parametrize("schedule", ["constant", "hyperbolic", "inverse_quadratic", lambda t: 1 + t])
+@pytest.mark.parametrize("schedule", ["constant", "hyperbolic", "inverse_quadratic", "front", lambda t: 1 + t])
 def test_counts_sum_exactly_to_the_total(schedule):
     for total in (0, 1, 7, 20, 199, 1000):
         for iters in (1, 3, 10, 57):
@@ -19,6 +19,15 @@ def test_shapes_of_the_schedules():
     q = allocate_queries(1000, 10, "inverse_quadratic")[1:]
     assert (np.diff(h) <= 0).all() and (np.diff(q) <= 0).all() and q[0] > h[0]
     assert allocate_queries(100, 4, "constant", initial_fraction=0.2)[0] == 20
+
+
+def test_front_schedule_asks_everything_in_the_first_third():
+    # HalfCheetah-v5's 50 labels over 13 agent iterations: 15 first, 35 over iterations 1-5
+    c = allocate_queries(50, 13, "front", initial_fraction=0.3)
+    assert c[0] == 15 and c[1:6].tolist() == [7] * 5 and (c[6:] == 0).all()
+    # a small budget still goes out early and whole
+    p = allocate_queries(10, 13, "front", initial_fraction=0.3)
+    assert p.sum() == 10 and (p[6:] == 0).all() and (p[1:6] >= 1).all()
 
 
 def test_bad_schedules_raise():

@@ -72,8 +72,10 @@ class LoopConfig:
     """Share of the label budget asked before any agent training."""
     initial_epoch_multiplier: float = 5.0
     """The first reward training runs this many times more epochs."""
-    query_schedule: Literal["constant", "hyperbolic", "inverse_quadratic"] = "hyperbolic"
-    """How the remaining labels are spread over the iterations."""
+    query_schedule: Literal["constant", "hyperbolic", "inverse_quadratic", "front"] = "hyperbolic"
+    """How the remaining labels are spread over the iterations: constant, hyperbolic (1/(1+t)),
+    inverse_quadratic (1/(1+t)^2) in the run's progress t, or front (evenly over the first
+    third of the iterations, none after)."""
     labels_per_round: OptInt = None
     """Front-loaded rounds instead of query_schedule: ask this many labels before agent
     training and again every round_interval iterations until total_labels are asked
