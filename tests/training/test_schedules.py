@@ -4,7 +4,10 @@ import pytest
 from prefrl.training import allocate_queries
 
 
-@pytest.mark.parametrize("schedule", ["constant", "hyperbolic", "inverse_quadratic", "front", lambda t: 1 + t])
+SCHEDULE_NAMES = ["constant", "hyperbolic", "inverse_quadratic", "front"]
+
+
+@pytest.mark.parametrize("schedule", [*SCHEDULE_NAMES, lambda t: 1 + t])
 def test_counts_sum_exactly_to_the_total(schedule):
     for total in (0, 1, 7, 20, 199, 1000):
         for iters in (1, 3, 10, 57):
