@@ -3,7 +3,6 @@ import pytest
 
 from prefrl.training import allocate_queries
 
-
 SCHEDULE_NAMES = ["constant", "hyperbolic", "inverse_quadratic", "front"]
 
 
