@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -39,8 +40,17 @@ EVAL_CLIPS = 100
 """Clips of each behaviour the reward is scored on."""
 
 
-def draw(env: gym.Env, seed: int, labels: int, initial_steps: int, length: int) -> torch.nn.Module:
-    """The first reward of one run: random clips, oracle labels, the first (longer) fit."""
+def draw(
+    env: gym.Env,
+    seed: int,
+    labels: int,
+    initial_steps: int,
+    length: int,
+    reward: dict[str, Any] | None = None,
+    trainer: dict[str, Any] | None = None,
+) -> torch.nn.Module:
+    """The first reward of one run: random clips, oracle labels, the first (longer) fit;
+    ``reward`` and ``trainer`` override fields of ``RewardNetConfig`` and ``RewardTrainerConfig``."""
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     batch = collect_episodes(env, n_steps=initial_steps, seed=seed)
@@ -48,8 +58,11 @@ def draw(env: gym.Env, seed: int, labels: int, initial_steps: int, length: int) 
     pairs = rng.permutation(2 * labels).reshape(-1, 2)
     data = PreferenceDataset()
     data.add(frags, pairs, SyntheticTeacher("oracle").label(frags, pairs))
-    net = RewardNetConfig(use_next_obs=True).build(env.observation_space, env.action_space)
-    RewardTrainer(net, RewardTrainerConfig(seed=seed)).train(data, LoopConfig().initial_epoch_multiplier)
+    net = RewardNetConfig(**{"use_next_obs": True, **(reward or {})}).build(
+        env.observation_space, env.action_space
+    )
+    trainer_cfg = RewardTrainerConfig(**{"seed": seed, **(trainer or {})})
+    RewardTrainer(net, trainer_cfg).train(data, LoopConfig().initial_epoch_multiplier)
     return net
 
 

@@ -36,3 +36,44 @@ def test_probe_learns_from_the_first_labels_and_refuses_a_foreign_file(tmp_path:
     (tmp_path / "junk.zip").write_text("not a policy")
     with pytest.raises(SystemExit, match=r"junk\.zip: not a readable policy file"):
         fr.main([*args[:2], "--policy", str(tmp_path / "junk.zip")])
+
+
+def _agents_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(
+        "first_reward_agents", ROOT / "benchmarks/first_reward_agents.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_agent_clip_probe_scores_buffer_clips_and_names_bad_files(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import gymnasium as gym
+    import numpy as np
+
+    fa = _agents_module()
+    env = gym.make("HalfCheetah-v5")
+    obs, _ = env.reset(seed=0)
+    rows = {"observations": [], "actions": [], "next_observations": []}
+    for t in range(600):  # a buffer whose behaviour drifts from standing to pushing one way
+        act = np.clip(env.action_space.sample() * 0.3 + (0.8 if t > 300 else 0.0), -1, 1)
+        nxt, *_ = env.step(act)
+        for k, v in zip(rows, (obs, act, nxt), strict=True):
+            rows[k].append(np.asarray(v, np.float32)[None])  # [1, d]: SB3's n_envs axis
+        obs = nxt
+    np.savez(tmp_path / "replay_buffer.npz", **{k: np.stack(v) for k, v in rows.items()})
+    args = [str(tmp_path / "replay_buffer.npz"), "--draws", "2", "--labels", "10", "--initial-steps", "400",
+            "--fragment-length", "10", "--trainer", "l2_init=0.01"]  # fmt: skip
+    assert fa.main(args) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
+    assert [r["draw"] for r in lines[:-1]] == [0, 1]
+    summary = lines[-1]
+    assert summary["clips"] == 60 and summary["trainer"] == {"l2_init": 0.01}
+    assert 0.0 <= summary["accuracy"] <= 1.0 and -1.0 <= summary["spearman"] <= 1.0
+    (tmp_path / "junk.npz").write_text("not a buffer")
+    with pytest.raises(SystemExit, match=r"junk\.npz: not a replay buffer"):
+        fa.main([str(tmp_path / "junk.npz")])
+    np.savez(tmp_path / "pendulum.npz", observations=np.zeros((20, 1, 3)), actions=np.zeros((20, 1, 1)),
+             next_observations=np.zeros((20, 1, 3)))  # fmt: skip
+    with pytest.raises(SystemExit, match="not a HalfCheetah-v5 replay buffer"):
+        fa.main([str(tmp_path / "pendulum.npz")])
