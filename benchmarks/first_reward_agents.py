@@ -59,9 +59,7 @@ def load_clips(paths: list[str], length: int) -> tuple[np.ndarray, np.ndarray, n
     for path in paths:
         try:
             with np.load(path, allow_pickle=False) as z:
-                arrays = [
-                    np.asarray(z[k], np.float32) for k in ("observations", "actions", "next_observations")
-                ]
+                arrays = [np.asarray(z[k], np.float32) for k in KEYS]
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
             raise SystemExit(f"{path}: not a replay buffer saved by a run ({e})") from None
         obs, acts, nxt = (x.reshape(len(x), -1) for x in arrays)  # [S, n_envs=1, d] -> [S, d]
