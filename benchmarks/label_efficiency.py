@@ -173,6 +173,9 @@ METHODS: dict[str, dict[str, object]] = {
     "smoothing": {**WARM, "trainer.label_smoothing": 0.1},  # SEER's label smoothing on today's defaults
     "pessimism": {**WARM, "uncertainty_penalty": 0.5},  # the ensemble's std taken off the agent's reward
     "front": {**WARM, "query_schedule": "front"},  # every label asked in the run's first third
+    # a broad first reward: 100 random steps per label (up to a tenth of the run) before the
+    # first query, and an L2 penalty of 0.01 on the reward fit
+    "broad": {**WARM, "initial_steps_per_label": 100, "trainer.l2_init": 0.01},
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip

@@ -24,7 +24,7 @@ def build(loop_cfg: LoopConfig, algo: str = "sac", teacher=None, env_id: str = "
     net = MLPReward(rec.observation_space, rec.action_space, hidden=(16, 16), ensemble_size=2)
     reward = LearnedReward(net)
     cfg = AgentConfig(algo=algo, net_arch=[16, 16], batch_size=32, n_steps=64)
-    agent = make_agent(cfg, LearnedRewardVecEnv(rec, reward), learning_starts=loop_cfg.initial_steps)
+    agent = make_agent(cfg, LearnedRewardVecEnv(rec, reward), learning_starts=loop_cfg.random_steps)
     trainer = RewardTrainer(net, RewardTrainerConfig(epochs=2))
     return PreferenceLoop(loop_cfg, net, trainer, teacher or SyntheticTeacher("oracle"), agent=agent,
                           recorder=rec, reward=reward, side_env=make_env(env_id), run_dir=tmp)  # fmt: skip
@@ -395,3 +395,18 @@ def test_uncertainty_penalty_takes_the_ensembles_spread_off_the_reward() -> None
     assert build(both).bonus_weight() == pytest.approx(0.3)
     with pytest.raises(ValueError, match="uncertainty_penalty"):
         LoopConfig(uncertainty_penalty=-0.1)
+
+
+def test_random_steps_per_label_scale_with_the_budget_up_to_a_tenth_of_the_run() -> None:
+    assert LoopConfig(total_steps=100_000, total_labels=50, initial_steps_per_label=100).random_steps == 5000
+    assert LoopConfig(total_steps=15_000, total_labels=30, initial_steps_per_label=100).random_steps == 1500
+    assert LoopConfig(total_steps=15_000, total_labels=10, initial_steps_per_label=100).random_steps == 1000
+    assert LoopConfig(total_steps=100_000, total_labels=50).random_steps == 1000  # off: initial_steps
+    cfg = LoopConfig(total_steps=1200, total_labels=4, iterations=2, initial_steps=100,
+                     initial_steps_per_label=100, fragment_length=20)  # fmt: skip
+    loop = build(cfg)
+    loop.run()
+    assert cfg.random_steps == 120 and loop.agent.learning_starts == 120
+    # 120 random steps, then the agent's share of iteration 0: (1200 - 120) / 2
+    assert loop.state.history[0]["step"] == 120 + 540
+    assert loop.env_steps == 1200

@@ -58,7 +58,7 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     run = prepare_run_dir(cfg)
     venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed), reward)
-    agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
+    agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.random_steps)
     log_agent(agent, run)
     t_run = time.perf_counter()
     agent.learn(cfg.loop.total_steps)

@@ -78,7 +78,7 @@ def resolve_reward_output(cfg: TrainConfig, env_kwargs: dict[str, Any]) -> Liter
 
     env = make_env(cfg.env.id, env_kwargs)
     try:
-        steps = max(1, min(cfg.loop.initial_steps, 2000))
+        steps = max(1, min(cfg.loop.random_steps, 2000))
         batch = collect_episodes(env, n_steps=steps, seed=stream_seed(cfg.seed, "reward_output"))
     finally:
         env.close()

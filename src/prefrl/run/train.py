@@ -146,7 +146,7 @@ def build_run(cfg: TrainConfig) -> Run:
     if cfg.agent_path is not None:
         agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device, cfg.agent.backend)
     else:
-        agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.initial_steps)
+        agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.random_steps)
     if cfg.resume is None:  # a resumed agent is logged once its checkpoint loaded (train)
         log_agent(agent, run)
     loop = PreferenceLoop(
@@ -267,7 +267,7 @@ def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
     reward = LearnedReward(net)
     seed = stream_seed(cfg.seed, "fresh_agent")
     venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, seed), reward)
-    agent = make_agent(cfg.agent, venv, seed=seed, learning_starts=cfg.loop.initial_steps)
+    agent = make_agent(cfg.agent, venv, seed=seed, learning_starts=cfg.loop.random_steps)
     if r.loop.reward is not None and not r.loop.reward.normalizer.center:
         reward.scale_only()  # as the run's agent saw it
     agent.learn(cfg.final_agent_steps)

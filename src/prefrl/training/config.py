@@ -63,7 +63,13 @@ class LoopConfig:
     iterations: int = 14
     """Reward-update iterations; the agent trains between consecutive ones."""
     initial_steps: int = 1_000
-    """Random-action steps collected before the first query."""
+    """Random-action steps collected before the first query (at least; see
+    initial_steps_per_label)."""
+    initial_steps_per_label: int = 0
+    """Random-action steps per label of the budget before the first query, up to a tenth of
+    total_steps; the run takes the larger of this and initial_steps (0: initial_steps alone).
+    The first reward is fitted on clips of this random behaviour: more of it gives the initial
+    queries varied clips to choose from rather than a few overlapping ones."""
     pretrain_steps: int = 0
     """Unsupervised pre-training steps (PEBBLE state-entropy reward) before the first query."""
     fragment_length: int = 50
@@ -193,9 +199,16 @@ class LoopConfig:
             )
 
     @property
+    def random_steps(self) -> int:
+        """Random-action steps before the first query: initial_steps, or
+        initial_steps_per_label x total_labels (up to a tenth of the run) where that is more."""
+        per_label = min(self.initial_steps_per_label * self.total_labels, self.total_steps // 10)
+        return max(self.initial_steps, per_label)
+
+    @property
     def agent_steps(self) -> int:
         """Steps of agent training after the initial collection and pre-training."""
-        return self.total_steps - self.initial_steps - self.pretrain_steps
+        return self.total_steps - self.random_steps - self.pretrain_steps
 
 
 def query_allocation(config: LoopConfig) -> np.ndarray:

@@ -116,8 +116,8 @@ class PreferenceLoop:
             raise ValueError("an agent needs the recorder and learned reward of its env stack")
         if config.agent_steps < 0:
             raise ValueError(
-                f"total_steps {config.total_steps} is smaller than initial_steps + pretrain_steps "
-                f"({config.initial_steps + config.pretrain_steps})"
+                f"total_steps {config.total_steps} is smaller than the random steps + pretrain_steps "
+                f"({config.random_steps + config.pretrain_steps})"
             )
         config = resolve_selection(config, reward_net.ensemble_size)  # the same object once resolved
         self.config, self.net, self.trainer, self.teacher = config, reward_net, trainer, teacher
@@ -228,10 +228,10 @@ class PreferenceLoop:
         c = self.config
         if isinstance(self.agent, OffPolicyAlgorithm):  # self.off_policy
             # the first learn() call restarts the agent's step counter (also for a warm start)
-            self.agent.learning_starts = c.initial_steps
-            self._learn(c.initial_steps)
-        elif c.initial_steps > 0:
-            self._random_steps(c.initial_steps)
+            self.agent.learning_starts = c.random_steps
+            self._learn(c.random_steps)
+        elif c.random_steps > 0:
+            self._random_steps(c.random_steps)
         if c.pretrain_steps > 0:
             self._pretrain(c.pretrain_steps)
         self.state.started = True
