@@ -82,6 +82,9 @@ def learned_config(task: str, side: str, seed: int, run: Path, steps: int, label
     loop.checkpoint_interval = CHECKPOINT_EVERY
     if side == "protocol":
         loop.initial_steps, loop.pretrain_steps = RANDOM_STEPS, PRETRAIN_STEPS
+        # the papers' 1,000 random steps, and the reward fit of the protocol's first seeds (no
+        # L2): prefrl's defaults since 2026-11-26 are the `defaults` side's
+        loop.initial_steps_per_label, cfg.trainer.l2_init = 0, 0.0
         loop.iterations = max(1, (steps - RANDOM_STEPS - PRETRAIN_STEPS) // EVAL_INTERVAL)
         loop.labels_per_round, loop.round_interval = ROUND_LABELS, ROUND_STEPS // EVAL_INTERVAL
     return cfg

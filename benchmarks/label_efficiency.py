@@ -149,7 +149,8 @@ WARM = {"active_selection": True, "uncertainty_measure": "probability", "active_
 """Today's query selection (disagreement once 30 labels prefer a clip), spelled out: the presets
 built on today's defaults name it, so their results are told apart from uniform-query ones."""
 METHODS: dict[str, dict[str, object]] = {
-    "baseline": {},  # today's defaults (disagreement after a 30-label warm-up since 2026-11-25)
+    "baseline": {},  # today's defaults (disagreement after a 30-label warm-up since 2026-11-25;
+    # a broad first reward where random episodes are long since 2026-11-26)
     "crop": {**UNIFORM, "trainer.crop_min_frac": 0.7},  # SURF's temporal cropping alone
     "pseudo": {**UNIFORM, **{k: v for k, v in SURF.items() if "pseudo" in k}},  # SURF's pseudo-labels alone
     "surf": {**UNIFORM, **SURF},
@@ -174,7 +175,8 @@ METHODS: dict[str, dict[str, object]] = {
     "pessimism": {**WARM, "uncertainty_penalty": 0.5},  # the ensemble's std taken off the agent's reward
     "front": {**WARM, "query_schedule": "front"},  # every label asked in the run's first third
     # a broad first reward: 100 random steps per label (up to a tenth of the run) before the
-    # first query, and an L2 penalty of 0.01 on the reward fit
+    # first query, and an L2 penalty of 0.01 on the reward fit (today's default where random
+    # episodes only meet time limits; this preset turns it on everywhere)
     "broad": {**WARM, "initial_steps_per_label": 100, "trainer.l2_init": 0.01},
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},

@@ -29,7 +29,8 @@ def test_protocol_run_is_the_published_schedule(tmp_path: Path) -> None:
     cfg = fr.learned_config("walker_walk", "protocol", 0, tmp_path / "r", 500_000, 100)
     loop = cfg.loop
     assert cfg.env.id == "dm_control/walker-walk-v0" and loop.fragment_length == 50
-    assert (loop.initial_steps, loop.pretrain_steps) == (1_000, 9_000)
+    assert (loop.random_steps, loop.pretrain_steps) == (1_000, 9_000)  # not prefrl's 100 per label
+    assert cfg.trainer.l2_init == 0.0  # the reward fit of the protocol's first seeds
     assert cfg.eval_interval == 10_000 and cfg.eval_episodes == 10
     alloc = query_allocation(loop)
     steps_per_iteration = loop.agent_steps // loop.iterations

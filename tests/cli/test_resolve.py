@@ -53,3 +53,17 @@ def test_named_streams_are_stable_and_distinct() -> None:
     a, b = stream(5, "heldout", 2).random(3), stream(5, "heldout", 3).random(3)
     assert not (a == b).all() and (a == stream(5, "heldout", 2).random(3)).all()
     assert dataclasses.is_dataclass(TrainConfig)
+
+
+def test_a_config_file_from_before_the_random_steps_per_label_resumes_as_it_ran() -> None:
+    """Runs written before ``initial_steps_per_label`` took 1,000 random steps whatever their label
+    budget; a resume must keep that, or every later iteration would move."""
+    data = config_to_dict(resolve(TrainConfig()))  # Pendulum: episodes meet only time limits
+    data["loop"].update(total_steps=100_000, total_labels=50)
+    assert config_from_dict(data).loop.random_steps == 5_000  # today: 100 per label
+    del data["loop"]["initial_steps_per_label"]
+    old = config_from_dict(data)
+    assert old.loop.initial_steps_per_label == 0 and old.loop.random_steps == 1_000
+    assert config_from_dict(data).trainer.l2_init == 0.01
+    del data["trainer"]["l2_init"]
+    assert config_from_dict(data).trainer.l2_init == 0.0  # nor an L2 on the reward fit

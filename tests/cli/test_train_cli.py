@@ -275,12 +275,18 @@ def test_missing_optional_dependency_is_one_line(tmp_path: Path, capsys: pytest.
 
 @pytest.mark.parametrize(("env_id", "want"), [("CartPole-v1", "tanh"), ("Pendulum-v1", "linear")])
 def test_auto_reward_output_is_bounded_where_episodes_terminate(env_id: str, want: str) -> None:
+    """One probe of random actions settles both: a bounded reward output, and no extra random
+    steps, where they reach a termination; a linear output and 100 random steps per label where
+    episodes run to their time limit."""
     cfg = run_config.TrainConfig()
     cfg.env.id = env_id
-    assert cfg.reward.output == "auto"
-    from prefrl.run.setup import resolve_reward_output
+    assert cfg.reward.output == "auto" and cfg.loop.initial_steps_per_label is cfg.trainer.l2_init is None
+    from prefrl.run.resolve import resolve
 
-    assert resolve_reward_output(cfg, {}) == want
+    out = resolve(cfg)
+    assert out.reward.output == want
+    assert out.loop.initial_steps_per_label == (0 if want == "tanh" else 100)
+    assert out.trainer.l2_init == (0.0 if want == "tanh" else 0.01)
 
 
 def test_headless_rendering_prints_no_sdl_error() -> None:

@@ -50,8 +50,11 @@ class RewardTrainerConfig:
     """Share of pairs held out for validation (a stable split by pair id)."""
     adaptive_l2: bool = False
     """Adapt an L2 penalty per member to keep validation loss within l2_band x train loss."""
-    l2_init: float = 0.0
-    """Initial L2 coefficient (also the fixed coefficient when not adaptive; 0 disables)."""
+    l2_init: OptFloat = None
+    """Initial L2 coefficient (also the fixed coefficient when not adaptive; 0 disables).
+    Default auto: prefrl train takes 0.01 for the MLP reward where random actions only meet
+    time limits (with --loop.initial-steps-per-label, a broad first reward), else 0; a trainer
+    built in code takes 0."""
     l2_band: tuple[float, float] = (1.1, 1.5)
     """Target band of validation loss / training loss (DRLHP: 1.1 to 1.5)."""
     l2_factor: float = 2.0
@@ -179,7 +182,7 @@ class RewardTrainer:
         self.flat = FlatParameters(net)
         self.optimizer = FlatAdamW(self.flat, lr=c.lr, weight_decay=c.weight_decay)
         dev = net.device
-        self.l2 = torch.full((net.ensemble_size,), c.l2_init, device=dev)
+        self.l2 = torch.full((net.ensemble_size,), c.l2_init or 0.0, device=dev)
         self.generator = torch.Generator(device="cpu").manual_seed(c.seed)
         self.stats_seen = 0  # pairs (by id) already folded into input normalisation
         self.calls = 0
@@ -295,7 +298,7 @@ class RewardTrainer:
         net.train()
         loss_sum = torch.zeros(e, device=dev)
         seen = 0
-        use_l2 = c.l2_init > 0 or c.adaptive_l2
+        use_l2 = (c.l2_init or 0.0) > 0 or c.adaptive_l2
         kept: list[tuple[torch.Tensor, torch.Tensor]] = []  # (logits, labels) of the epoch
         epoch_metrics: dict[str, float] = {}
         step = 0

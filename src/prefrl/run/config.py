@@ -39,6 +39,14 @@ RunDir = Annotated[
 ]
 
 
+ADDED: dict[str, dict[str, object]] = {
+    "LoopConfig": {"initial_steps_per_label": 0},
+    "RewardTrainerConfig": {"l2_init": 0.0},
+}
+"""Options added since an earlier release whose default changed behaviour, per config section:
+a config file without one ran as this value, and resumes so."""
+
+
 @dataclass
 class TrainConfig:
     """Train an agent on a reward learned from preference comparisons."""
@@ -131,6 +139,8 @@ def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
         if old in data and new not in data:
             data = {(new if k == old else k): v for k, v in data.items()}
             print(f"{where}: option {old} is now called {new}", file=sys.stderr)
+    for name, before in ADDED.get(cls.__name__, {}).items():  # a run from before the option
+        data = {name: before, **data}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"{where}: unknown option(s) {unknown}; valid: {sorted(fields)}")

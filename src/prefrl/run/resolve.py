@@ -19,7 +19,13 @@ from typing import Any
 from prefrl.agents.sb3 import check_agent_space, check_env_id, make_env, resolve_algo
 from prefrl.run.config import TrainConfig
 from prefrl.run.identity import new_run_id
-from prefrl.run.setup import resolve_device, resolve_reward_output
+from prefrl.run.setup import (
+    BROAD_L2,
+    random_actions_terminate,
+    resolve_device,
+    resolve_reward_output,
+    resolve_steps_per_label,
+)
 from prefrl.training.config import resolve_selection
 
 
@@ -76,13 +82,25 @@ def resolve(cfg: TrainConfig) -> TrainConfig:
     obs_space, act_space = probe_spaces(cfg)
     if cfg.trajectory_path is None:
         cfg = resolve_agent(cfg, act_space)
-    reward = cfg.reward
+    reward, loop, trainer = cfg.reward, cfg.loop, cfg.trainer
     if cfg.resume is None:  # config.json names the output, inputs and CNN features used
         reward = reward.resolved(obs_space, act_space)
+        auto_random = loop.initial_steps_per_label is None
+        terminates = None
+        online = cfg.trajectory_path is None  # offline: no random steps, no agent
+        if reward.output == "auto" or (online and (auto_random or trainer.l2_init is None)):
+            terminates = random_actions_terminate(cfg, cfg.env.parsed_kwargs())
         if reward.output == "auto":
-            reward = dataclasses.replace(reward, output=resolve_reward_output(cfg, cfg.env.parsed_kwargs()))
-    loop = dataclasses.replace(resolve_selection(cfg.loop, reward.ensemble_size), seed=cfg.seed)
-    trainer = dataclasses.replace(cfg.trainer, seed=cfg.seed)
+            assert terminates is not None
+            reward = dataclasses.replace(reward, output=resolve_reward_output(terminates))
+        broad = online and terminates is False  # a broad first reward (docs/techniques.md)
+        if auto_random:
+            loop = dataclasses.replace(loop, initial_steps_per_label=resolve_steps_per_label(broad))
+        if trainer.l2_init is None:  # measured on the MLP reward only
+            l2 = BROAD_L2 if broad and reward.resolved_kind(obs_space) == "mlp" else 0.0
+            trainer = dataclasses.replace(trainer, l2_init=l2)
+    loop = dataclasses.replace(resolve_selection(loop, reward.ensemble_size), seed=cfg.seed)
+    trainer = dataclasses.replace(trainer, seed=cfg.seed)
     if cfg.teacher == "web" and cfg.store is None:
         raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")
     cfg = dataclasses.replace(cfg, reward=reward, loop=loop, trainer=trainer)

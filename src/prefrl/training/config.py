@@ -65,11 +65,15 @@ class LoopConfig:
     initial_steps: int = 1_000
     """Random-action steps collected before the first query (at least; see
     initial_steps_per_label)."""
-    initial_steps_per_label: int = 0
+    initial_steps_per_label: OptInt = None
     """Random-action steps per label of the budget before the first query, up to a tenth of
     total_steps; the run takes the larger of this and initial_steps (0: initial_steps alone).
     The first reward is fitted on clips of this random behaviour: more of it gives the initial
-    queries varied clips to choose from rather than a few overlapping ones."""
+    queries clips of several episodes to choose from rather than overlapping clips of one.
+    Default auto: 100 where random actions only meet time limits (their episodes are long),
+    0 where they reach a termination within initial_steps (many short episodes already);
+    resolved by prefrl train (a loop built in code takes 0). Evidence: docs/benchmarks.md,
+    "Where defaults come from"."""
     pretrain_steps: int = 0
     """Unsupervised pre-training steps (PEBBLE state-entropy reward) before the first query."""
     fragment_length: int = 50
@@ -202,7 +206,7 @@ class LoopConfig:
     def random_steps(self) -> int:
         """Random-action steps before the first query: initial_steps, or
         initial_steps_per_label x total_labels (up to a tenth of the run) where that is more."""
-        per_label = min(self.initial_steps_per_label * self.total_labels, self.total_steps // 10)
+        per_label = min((self.initial_steps_per_label or 0) * self.total_labels, self.total_steps // 10)
         return max(self.initial_steps, per_label)
 
     @property
