@@ -350,20 +350,22 @@ class PreferenceLoop:
             picked["labels/archive_pairs"] = float(len(old[1]))
             k = len(pairs)
         self.state.queries_asked += k
+        # the iteration's label metrics are saved with the labels themselves, so that a run killed
+        # right after still writes them in this iteration's row when it resumes
         if self.async_teacher is not None:
             self.async_teacher.submit(frags, pairs)
+            asked = {"labels/asked": float(k), **picked}
+            self._iteration_labels = {"iteration": float(self.state.iteration), **asked}
             self._save_labels()
-            return {"labels/asked": float(k), **picked}
+            return asked
         assert self.sync_teacher is not None
         labels = self.sync_teacher.label(frags, pairs)
         rep = self.dataset.add(frags, pairs, labels)
+        asked = {"labels/asked": float(k), "labels/answered": float(rep.added),
+                 "labels/skipped": float(rep.skipped), **picked}  # fmt: skip
+        self._iteration_labels = {"iteration": float(self.state.iteration), **asked}
         self._after_labels(rep.added)
-        return {
-            "labels/asked": float(k),
-            "labels/answered": float(rep.added),
-            "labels/skipped": float(rep.skipped),
-            **picked,
-        }
+        return asked
 
     def _poll(self, all: bool = False) -> int:
         """Add the answers an async teacher has ready (every answer so far with ``all``, those
@@ -432,10 +434,7 @@ class PreferenceLoop:
             m.update(self._correlation(batch))
         due = queries_due(self.alloc, i, self.state.queries_asked)  # lost submits: spread, not in a lump
         if due:
-            asked = self._query(due, batch)
-            m.update(asked)
-            self._iteration_labels = {"iteration": float(i), **asked}
-            self._write_labels_state()
+            m.update(self._query(due, batch))  # saved its metrics with the labels
         elif self._iteration_labels.get("iteration") == i:  # asked before a crash, this iteration
             m.update({k: v for k, v in self._iteration_labels.items() if k.startswith("labels/")})
         if self.config.archive_share > 0 and self.trajectories is None:  # older clips for mixture queries
