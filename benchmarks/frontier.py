@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first-seed", type=int, default=0, help="the first seed")
     p.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES), help="which runs of each seed")
     p.add_argument("--side", choices=SIDES, default=None, help="run only this side of --seed in this process")
-    p.add_argument("--seed", type=int, default=0, help="with --side: the seed")
+    p.add_argument("--seed", type=int, default=None, help="with --side: the seed (default 0)")
     p.add_argument(
         "--steps", type=int, default=None, help="environment steps (default: the task's published)"
     )
@@ -294,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
         print(dumps(table))
         return 0
     if a.side is not None:
+        a.seed = 0 if a.seed is None else a.seed
         return run_one(a)
+    if a.seed is not None:  # the driver would run seeds --first-seed.. instead, beside that seed's run
+        p.error("--seed goes with --side; for one seed of the driver, --first-seed K --seeds 1")
     return run_all(a)
 
 

@@ -97,3 +97,9 @@ def test_runs_in_progress_are_shown_with_their_latest_evaluation(tmp_path: Path)
     assert going["protocol"] == [{"seed": 1, "steps": 20000, "evaluations": [[10000, 50.5], [20000, 120.25]]}]
     assert "running: 120 at 20k" in fr.markdown(table) and "running: 588 at 50k" in fr.markdown(table)
     assert json.loads((copies / "walker_walk" / "true-seed0.progress.json").read_text())["steps"] == 50000
+
+
+def test_seed_without_side_is_refused_rather_than_running_seed_0() -> None:
+    """``--seed 1`` without ``--side`` once started the driver's seed 0 beside a running seed 0."""
+    with pytest.raises(SystemExit):
+        _frontier().main(["--task", "cheetah_run", "--seed", "1"])
