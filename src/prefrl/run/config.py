@@ -43,8 +43,8 @@ ADDED: dict[str, dict[str, object]] = {
     "LoopConfig": {"initial_steps_per_label": 0},
     "RewardTrainerConfig": {"l2_init": 0.0},
 }
-"""Options added since an earlier release whose default changed behaviour, per config section:
-a config file without one ran as this value, and resumes so."""
+"""Options a config file of an earlier release may lack (added since, or written before its
+default became auto), per config section: such a run ran with this value, and resumes so."""
 
 
 @dataclass
