@@ -359,7 +359,8 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
         extra["query_selection"] = selection.pop()
     evals = {r.get("eval") or DETERMINISTIC for r in (*learned.values(), *oracle.values())}
     extra["eval"] = evals.pop() if len(evals) == 1 else "mixed"
-    for key in ("selection_from", "selection_share"):  # labels before disagreement; its share
+    # labels before disagreement, its share; random steps per label and L2 (a broad first reward)
+    for key in ("selection_from", "selection_share", "initial_steps_per_label", "l2_init"):
         got = {learned[s].get(key) for s in seeds}
         if len(got) == 1 and None not in got:
             extra[key] = got.pop()

@@ -68,14 +68,25 @@ SELECTION_KEYS = (
 )
 """The loop options that say how queries are chosen (none of them matter with uniform queries)."""
 
+BROAD_KEYS = {"initial_steps_per_label": "initial_steps_per_label", "trainer.l2_init": "l2_init"}
+"""Options of a broad first reward -> the keys a result records them under (resolved, ``auto``
+included). Zero, the default before 2026-11-26, goes unnamed, recorded or named."""
+
 
 def loop_options(result: dict[str, Any]) -> dict[str, object]:
     """A result's learned-run options with its query selection spelled out: where the runs
     recorded it (``query_selection``, ``selection_from``), as recorded; else a run with active
     selection and no measure ran with the default of its time (``LEGACY_MEASURE``), and one that
     names no ``active_selection_from`` chose by disagreement from its first query (runs before
-    2026-11-25 had no warm-up)."""
+    2026-11-25 had no warm-up). The random steps per label and the L2 of the first reward
+    are spelled out where the runs recorded them non-zero (:data:`BROAD_KEYS`), so a run at
+    today's defaults that resolved a broad first reward files as one."""
     opts = dict(result.get("loop_options") or {})
+    for key, recorded in BROAD_KEYS.items():
+        if result.get(recorded) is not None:
+            opts[key] = result[recorded]
+        if key in opts and not opts[key]:
+            del opts[key]
     chosen = result.get("query_selection")
     if chosen == "uniform" or (chosen is None and opts.get("active_selection") is False):
         for k in SELECTION_KEYS:  # uniform queries, recorded or named: as if not named

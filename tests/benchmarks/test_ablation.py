@@ -127,3 +127,23 @@ def test_results_in_a_folder_of_their_own_are_a_series_named_in_the_table(tmp_pa
     got = {r["env"]: (r.get("series"), sm.options(r)) for r in sm.load_results(tmp_path)}
     assert got == {"HalfCheetah-v5": ("new", "series=new"), "prefrl/MovingDot-v0": (None, "")}
     assert "| HalfCheetah-v5 | sac | series=new |" in sm.table(sm.load_results(tmp_path))
+
+
+def test_a_run_at_todays_defaults_files_as_the_first_reward_it_resolved() -> None:
+    ab, le, sm = _module("ablation"), _module("label_efficiency"), _module("summarize")
+    presets = le.METHODS
+    today = {"method": "baseline", "loop_options": {}, "query_selection": "probability", "selection_from": 30}
+    # a long-episode environment resolves a broad first reward: the broad column, not active_warm
+    long = {**today, "initial_steps_per_label": 100, "l2_init": 0.01}
+    assert ab.method_of(long, presets) == ("broad", False)
+    assert "initial_steps_per_label=100 trainer.l2_init=0.01" in sm.options(long)  # summarize.py names them
+    # where random actions terminate it resolves 0 and 0, today's active_warm (as before 2026-11-26)
+    falls = {**today, "initial_steps_per_label": 0, "l2_init": 0.0}
+    assert ab.method_of(falls, presets) == ab.method_of(today, presets) == ("active_warm", False)
+    # the old default pinned by name (=0) is the same column
+    old_default = {**presets["active_warm"], "initial_steps_per_label": 0, "trainer.l2_init": 0.0}
+    pinned = {**today, "method": "active_warm", "loop_options": old_default}
+    assert ab.method_of(pinned, presets) == ("active_warm", False)
+    # a technique on top of a broad first reward is not that technique's column
+    smooth = {**long, "method": "smoothing", "loop_options": dict(presets["smoothing"])}
+    assert ab.method_of(smooth, presets) is None

@@ -168,6 +168,8 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
     assert res["reward_next_obs"] is True  # the runs' resolved reward inputs (auto: s' for the MLP)
     # and how they chose their queries: the default, disagreement after a warm-up of 30 labels
     assert (res["query_selection"], res["selection_from"], res["selection_share"]) == ("probability", 30, 1.0)
+    # and the broad first reward Pendulum resolves (random episodes there only meet time limits)
+    assert (res["initial_steps_per_label"], res["l2_init"]) == (100, 0.01)
     out = tmp_path / "Pendulum-v1-sac-oracle-4l-600s-iterations=2"
     assert json.loads((out / "result.json").read_text()) == res
     for s in (0, 1):
@@ -179,6 +181,7 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
         # each seed's result names the reward's resolved settings, without its run directory
         assert learned["reward_next_obs"] is True and learned["reward_output"] == "linear"
         assert (learned["query_selection"], learned["selection_from"]) == ("probability", 30)
+        assert (learned["initial_steps_per_label"], learned["l2_init"]) == (100, 0.01)
     before = _tree(tmp_path)
 
     t0 = time.perf_counter()
