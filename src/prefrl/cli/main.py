@@ -10,6 +10,8 @@ import importlib
 import os
 import sys
 
+from prefrl.envs.headless import choose_mujoco_renderer, has_display
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("prefrl.cli.train", "train an agent and a reward model from preferences"),
     "evaluate": ("prefrl.cli.evaluate", "measure a run's policy on the true reward, record videos"),
@@ -35,10 +37,12 @@ def usage() -> str:
 def headless_rendering() -> None:
     """Without a display, render environments off-screen: pygame-based ones (Pendulum,
     CartPole…) would otherwise print SDL's "XDG_RUNTIME_DIR is invalid" error when they
-    draw frames for clips. An explicit ``SDL_VIDEODRIVER`` is kept."""
-    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    if sys.platform.startswith("linux") and not display:
+    draw frames for clips, and MuJoCo ones (HalfCheetah, DeepMind Control) could not open a
+    window: they get EGL or OSMesa (:func:`prefrl.envs.headless.choose_mujoco_renderer`). An
+    explicit ``SDL_VIDEODRIVER`` or ``MUJOCO_GL`` is kept."""
+    if sys.platform.startswith("linux") and not has_display():
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        choose_mujoco_renderer()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,12 +28,13 @@ Example:
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from prefrl.envs.headless import choose_mujoco_renderer
 
 PREFIX = "dm_control/"
 
@@ -43,24 +44,11 @@ def is_dmc_id(env_id: str) -> bool:
     return env_id.startswith(PREFIX)
 
 
-def _choose_renderer() -> None:
-    """Pick a headless MuJoCo backend before dm_control is imported (it reads MUJOCO_GL once).
-
-    A user's own ``MUJOCO_GL`` wins; with a display, MuJoCo's default (GLFW) is kept.
-    """
-    if "MUJOCO_GL" in os.environ or os.environ.get("DISPLAY"):
-        return
-    import ctypes.util
-
-    os.environ["MUJOCO_GL"] = "egl" if ctypes.util.find_library("EGL") else "osmesa"
-    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
-
-
 def register_dmc() -> bool:
     """Register Shimmy's ``dm_control/...`` ids; ``False`` when shimmy or dm_control is missing."""
     if any(is_dmc_id(k) for k in gym.registry):
         return True
-    _choose_renderer()
+    choose_mujoco_renderer()  # before dm_control is imported: it reads MUJOCO_GL once
     try:
         import dm_control.suite  # noqa: F401  (shimmy registers the DMC ids only with it)
         import shimmy

@@ -1,0 +1,38 @@
+"""MuJoCo tasks render on a machine without a display (clips for people, videos, run pages)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from prefrl.envs import headless
+
+RENDER = """
+from prefrl.agents.sb3 import make_env
+env = make_env("HalfCheetah-v5", render=True)
+env.reset(seed=0)
+frame = env.render()
+env.close()
+import os
+print(os.environ["MUJOCO_GL"], frame.shape, float(frame.std()))
+"""
+
+
+def test_gymnasium_mujoco_task_renders_without_a_display() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL",
+                                                            "PYOPENGL_PLATFORM")}  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", RENDER], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]  # before: GLFW could not open a window
+    backend, *_, std = out.stdout.split()
+    assert backend in ("egl", "osmesa") and float(std) > 0
+
+
+def test_a_users_backend_or_display_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    assert headless.choose_mujoco_renderer() == "osmesa"
+    monkeypatch.delenv("MUJOCO_GL")
+    monkeypatch.setenv("DISPLAY", ":0")
+    assert headless.choose_mujoco_renderer() is None and "MUJOCO_GL" not in os.environ
