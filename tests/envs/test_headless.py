@@ -30,6 +30,27 @@ def test_gymnasium_mujoco_task_renders_without_a_display() -> None:
     assert backend in ("egl", "osmesa") and float(std) > 0
 
 
+WRAPPED = """
+import gymnasium as gym
+from prefrl.preference_env import PreferenceEnv
+env = PreferenceEnv(gym.make("HalfCheetah-v5", render_mode="rgb_array"), record_frames=True)
+env.reset(seed=0)
+for _ in range(3):
+    env.step(env.action_space.sample())
+env.close()
+import os
+print(os.environ["MUJOCO_GL"])
+"""
+
+
+def test_the_wrapper_records_frames_of_a_mujoco_task_without_a_display() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL",
+                                                            "PYOPENGL_PLATFORM")}  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", WRAPPED], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] in ("egl", "osmesa")
+
+
 def test_a_users_backend_or_display_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MUJOCO_GL", "osmesa")
     assert headless.choose_mujoco_renderer() == "osmesa"
