@@ -10,6 +10,15 @@ import pytest
 
 from prefrl.envs import headless
 
+UNSET = ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL", "PYOPENGL_PLATFORM")
+
+
+def run_without_display(code: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in a fresh process with no display and no renderer chosen."""
+    env = {k: v for k, v in os.environ.items() if k not in UNSET}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+
+
 RENDER = """
 from prefrl.agents.sb3 import make_env
 env = make_env("HalfCheetah-v5", render=True)
@@ -22,9 +31,7 @@ print(os.environ["MUJOCO_GL"], frame.shape, float(frame.std()))
 
 
 def test_gymnasium_mujoco_task_renders_without_a_display() -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL",
-                                                            "PYOPENGL_PLATFORM")}  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", RENDER], env=env, capture_output=True, text=True, timeout=300)
+    out = run_without_display(RENDER)
     assert out.returncode == 0, out.stderr[-2000:]  # before: GLFW could not open a window
     backend, *_, std = out.stdout.split()
     assert backend in ("egl", "osmesa") and float(std) > 0
@@ -44,9 +51,7 @@ print(os.environ["MUJOCO_GL"])
 
 
 def test_the_wrapper_records_frames_of_a_mujoco_task_without_a_display() -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL",
-                                                            "PYOPENGL_PLATFORM")}  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", WRAPPED], env=env, capture_output=True, text=True, timeout=300)
+    out = run_without_display(WRAPPED)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-1] in ("egl", "osmesa")
 
