@@ -121,3 +121,22 @@ def test_page_loads_in_chromium_without_console_errors(trained: tuple[Path, str]
     assert not errors, errors
     assert [s[0] for s in sizes[:2]] == ["training curves", "learned vs true return"]
     assert len(sizes) >= 3 and all(done and width > 100 for _, done, width in sizes), sizes
+
+
+def test_replayed_frames_are_the_frames_rendered_while_collecting(trained: tuple[Path, str]) -> None:
+    from prefrl.interpret.run_page import PageConfig, fresh_clips, load_policy, with_frames
+    from prefrl.rewards.io import load_reward_net
+    from prefrl.storage.checkpoint import read_json
+
+    run, _ = trained
+    cfg = PageConfig(run, pairs=3, episodes=1)
+    conf = read_json(run / "config.json", "run config")
+    net, agent = load_reward_net(run / "reward.safetensors").eval(), load_policy(run, conf)
+    clips, pairs, _, _ = with_frames(cfg, conf, net, agent)  # only the shown frames, by replay
+    full = fresh_clips(cfg, conf, net, agent, render=True)  # every frame, while collecting
+    assert clips.recorded is not None and len(pairs) == 3  # it did replay
+    np.testing.assert_array_equal(clips.learned, full.learned)  # the same clips
+    np.testing.assert_array_equal(clips.fragments.frames(pairs), full.fragments.frames(pairs))
+    assert clips.policy_frames is not None and full.policy_frames is not None
+    np.testing.assert_array_equal(clips.policy_frames, full.policy_frames)
+    assert clips.policy_frames.std() > 0

@@ -10,13 +10,15 @@ embedded as data URIs and the video of the final policy is a WebM file beside it
 - the fresh clip pairs on which the learned reward and the run's (simulated) teacher disagree
   most, as filmstrips of the environment's rendered frames.
 
-Fresh clips come from ``episodes`` rendered episodes of each policy; frames are kept at most
-``frame_side`` pixels high, so a Pendulum report takes seconds.
+Fresh clips come from ``episodes`` episodes of each policy, collected without frames; the
+frames the page shows are rendered afterwards by replaying them (:mod:`prefrl.interpret.replay`),
+at most ``frame_side`` pixels high, so a Pendulum report takes seconds.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import math
@@ -39,6 +41,7 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.config import EnvConfig
 from prefrl.interpret.evaluation import predicted_rewards
 from prefrl.interpret.plots import new_figure, plot_training_curves
+from prefrl.interpret.replay import Recorded, replay_frames
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.seeding import stream, stream_seed
@@ -109,17 +112,33 @@ class FreshClips:
     learned: np.ndarray  # [N] learned returns (ensemble mean)
     teacher: np.ndarray  # [N] the teacher's returns (myopic weighting for a myopic teacher)
     policy_frames: np.ndarray | None  # [T, H, W, 3] one episode of the final policy
+    recorded: list[Recorded] | None = None  # the episodes by part, to render frames afterwards
 
 
-def fresh_clips(cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: Any) -> FreshClips:
-    """Roll out ``cfg.episodes`` episodes of ``agent`` (if any) and of random actions; cut clips."""
+def wants_frames(cfg: PageConfig, agent: Any) -> bool:
+    """Whether the page shows frames: clip pairs, or the video of a policy."""
+    return cfg.pairs > 0 or (cfg.video and agent is not None)
+
+
+def frame_env(cfg: PageConfig, conf: dict[str, Any], render: bool) -> gym.Env:
+    """The run's environment, rendering frames at most ``cfg.frame_side`` high with ``render``."""
+    env = make_env(conf["env"]["id"], EnvConfig(**conf["env"]).parsed_kwargs(), render=render)
+    return SmallFrames(env, cfg.frame_side) if render else env
+
+
+def fresh_clips(
+    cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: Any, render: bool = False
+) -> FreshClips:
+    """Roll out ``cfg.episodes`` episodes of ``agent`` (if any) and of random actions; cut clips.
+
+    With ``render`` every step's frame is rendered while collecting; without, none is, and
+    :func:`with_frames` renders the few the page shows afterwards."""
     env_id = conf["env"]["id"]
     env_kwargs = EnvConfig(**conf["env"]).parsed_kwargs()
-    render = cfg.pairs > 0 or (cfg.video and agent is not None)
-    env = make_env(env_id, env_kwargs, render=render)
-    env = SmallFrames(env, cfg.frame_side) if render else env
+    render = render and wants_frames(cfg, agent)
+    env = frame_env(cfg, conf, render)
     deterministic = evaluation_mode(env_id, env_kwargs) == DETERMINISTIC
-    parts, sources = [], []
+    parts, sources, seeds = [], [], []
     try:
         if agent is not None:
             parts.append(
@@ -132,14 +151,18 @@ def fresh_clips(cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: An
                 )
             )
             sources.append("policy")
+            seeds.append(cfg.seed)
         random_seed = stream_seed(cfg.seed, "page_random")
         parts.append(collect_episodes(env, cfg.episodes, seed=random_seed, render=render))
         sources.append("random")
+        seeds.append(random_seed)
     finally:
         env.close()
     policy_frames = (
         parts[0].infos["frames"][: int(parts[0].lengths[0])] if agent is not None and render else None
     )
+    offsets = np.cumsum([0] + [len(p.acts) for p in parts])
+    recorded = [Recorded(p, seed, int(off)) for p, seed, off in zip(parts, seeds, offsets)]
     batch = TrajectoryBatch.concat(parts)
     if batch.rews is None:
         raise ValueError(f"{env_id}: the environment gives no reward to compare with")
@@ -151,8 +174,40 @@ def fresh_clips(cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: An
     name = conf.get("teacher")
     teacher = SyntheticTeacher(name if isinstance(name, str) and name in PRESETS else "oracle")
     return FreshClips(
-        frags, ep_source[frags.episode], frags.returns(), learned, teacher.returns(frags), policy_frames
-    )
+        frags, ep_source[frags.episode], frags.returns(), learned, teacher.returns(frags), policy_frames,
+        None if render else recorded,
+    )  # fmt: skip
+
+
+def with_frames(
+    cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: Any
+) -> tuple[FreshClips, np.ndarray, np.ndarray, float]:
+    """Fresh clips with the frames the page shows, and their most doubted pairs
+    (:func:`disagreements`). Frames are rendered by replaying the recorded episodes
+    (:func:`prefrl.interpret.replay.replay_frames`): the policy's first episode for the video
+    and the steps of the clips shown. Where a replay does not reproduce its episode, the
+    episodes are collected again with every frame rendered."""
+    clips = fresh_clips(cfg, conf, net, agent)
+    pairs, probs, acc = disagreements(clips, cfg.pairs, cfg.seed)
+    if not wants_frames(cfg, agent) or clips.recorded is None:
+        return clips, pairs, probs, acc
+    frags, rec = clips.fragments, clips.recorded
+    shown = np.unique(pairs.reshape(-1)).astype(np.int64)
+    rows = [frags.rows[i] + np.arange(frags.reals[i]) for i in shown]  # frames before each action
+    if cfg.video and agent is not None:
+        rows.append(np.arange(int(rec[0].batch.lengths[0])))  # the policy's first episode
+    need = np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
+    n_rows = sum(len(r.batch.acts) for r in rec)
+    table = replay_frames(lambda: frame_env(cfg, conf, True), rec, need, n_rows) if len(need) else None
+    if table is None and len(need):  # the environment did not replay: render while collecting
+        clips = fresh_clips(cfg, conf, net, agent, render=True)
+        return (clips, *disagreements(clips, cfg.pairs, cfg.seed))
+    if table is not None:
+        video = table[: int(rec[0].batch.lengths[0])] if cfg.video and agent is not None else None
+        clips = dataclasses.replace(
+            clips, fragments=dataclasses.replace(frags, table_frames=table), policy_frames=video
+        )
+    return clips, pairs, probs, acc
 
 
 def disagreements(clips: FreshClips, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -306,8 +361,7 @@ def write_run_page(cfg: PageConfig) -> Path:
     if (run / "reward.safetensors").exists():
         net = load_reward_net(run / "reward.safetensors").eval()
         agent = load_policy(run, conf)
-        clips = fresh_clips(cfg, conf, net, agent)
-        pairs, probs, acc = disagreements(clips, cfg.pairs, cfg.seed)
+        clips, pairs, probs, acc = with_frames(cfg, conf, net, agent)
         body.append(
             "<section id='fresh'><h2>Learned against true reward on fresh clips</h2>"
             f"<p>{len(clips.true)} clips of {clips.fragments.length} steps from {cfg.episodes} new "

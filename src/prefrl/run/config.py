@@ -99,7 +99,7 @@ class TrainConfig:
     """Show a progress bar."""
     page: bool = True
     """At the end, write the run's HTML page (RUN/report/index.html, as prefrl report RUN does);
-    --no-page skips it (it renders fresh episodes: a few seconds, minutes for long episodes)."""
+    --no-page skips it (it renders an episode of the policy: seconds, minutes for MuJoCo tasks)."""
     threads: int = 1
     """Torch CPU threads (1 avoids oversubscription on small shared machines)."""
     device: str = "auto"
