@@ -124,7 +124,7 @@ def test_page_loads_in_chromium_without_console_errors(trained: tuple[Path, str]
 
 
 def test_replayed_frames_are_the_frames_rendered_while_collecting(trained: tuple[Path, str]) -> None:
-    from prefrl.interpret.run_page import PageConfig, fresh_clips, load_policy, with_frames
+    from prefrl.interpret.run_page import PageConfig, fresh_clips, load_policy, video_stride, with_frames
     from prefrl.rewards.io import load_reward_net
     from prefrl.storage.checkpoint import read_json
 
@@ -138,5 +138,13 @@ def test_replayed_frames_are_the_frames_rendered_while_collecting(trained: tuple
     np.testing.assert_array_equal(clips.learned, full.learned)  # the same clips
     np.testing.assert_array_equal(clips.fragments.frames(pairs), full.fragments.frames(pairs))
     assert clips.policy_frames is not None and full.policy_frames is not None
-    np.testing.assert_array_equal(clips.policy_frames, full.policy_frames)
+    k = video_stride(len(full.policy_frames))  # the frames the video keeps
+    np.testing.assert_array_equal(clips.policy_frames[::k], full.policy_frames[::k])
     assert clips.policy_frames.std() > 0
+
+
+def test_long_episodes_keep_every_kth_frame_in_the_video_at_a_lower_rate() -> None:
+    from prefrl.interpret.run_page import VIDEO_FRAMES, video_stride
+
+    assert video_stride(200) == 1 and video_stride(VIDEO_FRAMES) == 1
+    assert video_stride(1000) == 2 and len(range(0, 1000, video_stride(1000))) <= VIDEO_FRAMES

@@ -49,6 +49,18 @@ from prefrl.storage.checkpoint import read_json
 from prefrl.storage.clips import encode_video
 from prefrl.teachers.synthetic import PRESETS, SyntheticTeacher
 
+VIDEO_FRAMES = 500
+"""At most this many frames of the policy's episode go into the page's video: longer episodes
+(1,000 steps on MuJoCo and DMC tasks) keep every k-th frame at 30/k frames a second, so the
+video plays as long and half as many frames are rendered."""
+VIDEO_FPS = 30
+
+
+def video_stride(steps: int) -> int:
+    """Every how many steps a frame of a ``steps``-step episode goes into the video."""
+    return max(1, math.ceil(steps / VIDEO_FRAMES))
+
+
 PAGE_DIR = "report"
 """The page's folder inside the run directory: ``index.html`` and ``policy.webm``."""
 
@@ -194,8 +206,9 @@ def with_frames(
     frags, rec = clips.fragments, clips.recorded
     shown = np.unique(pairs.reshape(-1)).astype(np.int64)
     rows = [frags.rows[i] + np.arange(frags.reals[i]) for i in shown]  # frames before each action
+    steps = int(rec[0].batch.lengths[0])  # the policy's first episode, in the video
     if cfg.video and agent is not None:
-        rows.append(np.arange(int(rec[0].batch.lengths[0])))  # the policy's first episode
+        rows.append(np.arange(0, steps, video_stride(steps)))
     need = np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
     n_rows = sum(len(r.batch.acts) for r in rec)
     table = replay_frames(lambda: frame_env(cfg, conf, True), rec, need, n_rows) if len(need) else None
@@ -203,7 +216,8 @@ def with_frames(
         clips = fresh_clips(cfg, conf, net, agent, render=True)
         return (clips, *disagreements(clips, cfg.pairs, cfg.seed))
     if table is not None:
-        video = table[: int(rec[0].batch.lengths[0])] if cfg.video and agent is not None else None
+        # the video keeps every video_stride(steps)-th of these frames, the ones rendered
+        video = table[:steps] if cfg.video and agent is not None else None
         clips = dataclasses.replace(
             clips, fragments=dataclasses.replace(frags, table_frames=table), policy_frames=video
         )
@@ -370,7 +384,8 @@ def write_run_page(cfg: PageConfig) -> Path:
             f"<img alt='learned vs true return' src='{data_uri(plot_fresh_returns(clips))}'></section>"
         )
         if cfg.video and clips.policy_frames is not None:
-            encode_video(np.asarray(clips.policy_frames), out / "policy.webm", fps=30)
+            k = video_stride(len(clips.policy_frames))
+            encode_video(np.asarray(clips.policy_frames[::k]), out / "policy.webm", fps=VIDEO_FPS / k)
             body.append(
                 "<section id='video'><h2>The final policy</h2>"
                 "<video src='policy.webm' controls loop muted autoplay playsinline></video>"
