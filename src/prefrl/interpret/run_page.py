@@ -206,21 +206,20 @@ def with_frames(
     frags, rec = clips.fragments, clips.recorded
     shown = np.unique(pairs.reshape(-1)).astype(np.int64)
     rows = [frags.rows[i] + np.arange(frags.reals[i]) for i in shown]  # frames before each action
-    steps = int(rec[0].batch.lengths[0])  # the policy's first episode, in the video
-    if cfg.video and agent is not None:
+    video = cfg.video and agent is not None
+    steps = int(rec[0].batch.lengths[0])  # with an agent: the policy's first episode, the video's
+    if video:
         rows.append(np.arange(0, steps, video_stride(steps)))
-    need = np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
+    if not rows:
+        return clips, pairs, probs, acc
     n_rows = sum(len(r.batch.acts) for r in rec)
-    table = replay_frames(lambda: frame_env(cfg, conf, True), rec, need, n_rows) if len(need) else None
-    if table is None and len(need):  # the environment did not replay: render while collecting
+    table = replay_frames(lambda: frame_env(cfg, conf, True), rec, np.unique(np.concatenate(rows)), n_rows)
+    if table is None:  # the environment did not replay: render while collecting
         clips = fresh_clips(cfg, conf, net, agent, render=True)
         return (clips, *disagreements(clips, cfg.pairs, cfg.seed))
-    if table is not None:
-        # the video keeps every video_stride(steps)-th of these frames, the ones rendered
-        video = table[:steps] if cfg.video and agent is not None else None
-        clips = dataclasses.replace(
-            clips, fragments=dataclasses.replace(frags, table_frames=table), policy_frames=video
-        )
+    # the video keeps every video_stride(steps)-th of its frames, the ones rendered
+    frames = dataclasses.replace(frags, table_frames=table)
+    clips = dataclasses.replace(clips, fragments=frames, policy_frames=table[:steps] if video else None)
     return clips, pairs, probs, acc
 
 
