@@ -27,6 +27,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,6 +38,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from prefrl.agents.entropy import StateEntropyReward
 from prefrl.agents.learned_reward import LearnedReward
 from prefrl.agents.protocols import Agent, Env
+from prefrl.agents.random_actions import varied_random_actions
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import (
@@ -49,7 +51,7 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import RewardTrainer, true_pair_accuracy
 from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
-from prefrl.seeding import stream
+from prefrl.seeding import stream, stream_seed
 from prefrl.storage.checkpoint import CheckpointDir
 from prefrl.storage.logger import Logger, NullLogger, RowLogger
 from prefrl.teachers import Answers, AsyncTeacher, Teacher
@@ -229,7 +231,8 @@ class PreferenceLoop:
         if isinstance(self.agent, OffPolicyAlgorithm):  # self.off_policy
             # the first learn() call restarts the agent's step counter (also for a warm start)
             self.agent.learning_starts = c.random_steps
-            self._learn(c.random_steps)
+            with self._random_action_size(self.agent):
+                self._learn(c.random_steps)
         elif c.random_steps > 0:
             self._random_steps(c.random_steps)
         if c.pretrain_steps > 0:
@@ -241,9 +244,20 @@ class PreferenceLoop:
         venv = self.agent.get_env() if self.agent is not None else None
         assert venv is not None
         venv.reset()
-        for _ in range(math.ceil(steps / venv.num_envs)):
-            venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
+        with self._random_action_size(venv):
+            for _ in range(math.ceil(steps / venv.num_envs)):
+                venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
         self.state.env_steps += steps  # the agent has never learned, so its first learn() resets the env
+
+    def _random_action_size(self, owner: Any) -> AbstractContextManager[None]:
+        """Varied-size random actions on ``owner`` (agent or env stack) where the config asks."""
+        if self.config.random_action_size == "full":
+            return nullcontext()
+        venv = self.agent.get_env() if self.agent is not None else None
+        num_envs = venv.num_envs if venv is not None else 1
+        return varied_random_actions(
+            owner, num_envs, self.state.fragment_length, seed=stream_seed(self.config.seed, "random_actions")
+        )
 
     def _pretrain(self, steps: int) -> None:
         """PEBBLE's unsupervised phase: the agent maximises a k-NN state-entropy reward."""
