@@ -178,6 +178,9 @@ METHODS: dict[str, dict[str, object]] = {
     # first query, and an L2 penalty of 0.01 on the reward fit (today's default where random
     # episodes only meet time limits; this preset turns it on everywhere)
     "broad": {**WARM, "initial_steps_per_label": 100, "trainer.l2_init": 0.01},
+    # random steps before the first query act with a size drawn per env every clip length
+    # (prefrl.agents.random_actions), so the first labels can teach a control cost
+    "varied": {**WARM, "random_action_size": "varied"},
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip
