@@ -201,6 +201,7 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                 (copy_to / task).mkdir(parents=True, exist_ok=True)
                 for p in found:
                     (copy_to / task / p.name).write_bytes(p.read_bytes())
+                    (copy_to / task / f"{p.stem}.progress.json").unlink(missing_ok=True)  # superseded
             if res:
                 last10 = [r["last10_mean"] for r in res]
                 final = [r["final_return"] for r in res]

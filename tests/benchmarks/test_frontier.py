@@ -97,6 +97,12 @@ def test_runs_in_progress_are_shown_with_their_latest_evaluation(tmp_path: Path)
     assert going["protocol"] == [{"seed": 1, "steps": 20000, "evaluations": [[10000, 50.5], [20000, 120.25]]}]
     assert "running: 120 at 20k" in fr.markdown(table) and "running: 588 at 50k" in fr.markdown(table)
     assert json.loads((copies / "walker_walk" / "true-seed0.progress.json").read_text())["steps"] == 50000
+    # once the run finishes, its result replaces the progress file among the copies
+    result = {"seed": 0, "last10_mean": 960.0, "final_return": 965.0, "labels_used": 0, "steps": 500000}
+    (tmp_path / "walker_walk" / "true-seed0.json").write_text(json.dumps(result))
+    fr.summarize(tmp_path, copies)
+    assert (copies / "walker_walk" / "true-seed0.json").exists()
+    assert not (copies / "walker_walk" / "true-seed0.progress.json").exists()
 
 
 def test_seed_without_side_is_refused_rather_than_running_seed_0() -> None:
