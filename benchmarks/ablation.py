@@ -52,9 +52,18 @@ def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> 
     opts.pop(NEXT_OBS, None)
     if name is None:
         return None
-    comparable = _load("summarize").comparable
+    summarize = _load("summarize")
+    comparable = summarize.comparable
     if name in presets and opts == comparable(presets[name]):
         return name, next_obs
+    # a technique on top of a broad first reward (today's default resolved it, the preset does
+    # not name it) has a column of its own: its baseline is the broad column, not active_warm
+    broad = comparable(presets.get("broad", {}))
+    keys = set(summarize.BROAD_KEYS)
+    on_broad = name != "broad" and keys <= opts.keys() and all(opts[k] == broad.get(k) for k in keys)
+    if on_broad and name in presets and not keys & presets[name].keys():
+        if {k: v for k, v in opts.items() if k not in keys} == comparable(presets[name]):
+            return f"{name}+broad", next_obs
     # a preset's options given one by one (--loop active_selection=true) are that preset
     same = [m for m, o in presets.items() if comparable(o) == opts]
     return (same[0], next_obs) if same else None
@@ -93,8 +102,14 @@ def rows(
     return out
 
 
+def columns(grid: dict[tuple, dict[str, list]], methods: list[str]) -> list[str]:
+    """The methods with results, in preset order, each ``<preset>+broad`` after its preset."""
+    order = [c for m in methods for c in (m, f"{m}+broad")]
+    return [m for m in order if any(m in v for v in grid.values())]
+
+
 def table(grid: dict[tuple, dict[str, list]], methods: list[str]) -> str:
-    used = [m for m in methods if any(m in v for v in grid.values())]
+    used = columns(grid, methods)
     head = "| environment | teacher | labels | steps | reward reads | " + " | ".join(used) + " |"
     lines = [head, "|" + "---|" * (5 + len(used))]
     for (env, teacher, labels, steps, next_obs), by in sorted(grid.items()):
@@ -117,7 +132,7 @@ def plot(grid: dict[tuple, dict[str, list]], methods: list[str], path: Path) -> 
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (env, teacher, steps) in zip(axes.flat, panels):
-        for k, m in enumerate(methods):
+        for k, m in enumerate(columns(grid, methods)):
             for nxt in (False, True):  # dashed: reward on (s, a); solid: on (s, a, s')
                 pts = sorted((lab, by[m]) for (e, t, lab, s, n), by in grid.items()
                              if (e, t, s, n) == (env, teacher, steps, nxt) and m in by)  # fmt: skip

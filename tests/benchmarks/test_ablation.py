@@ -144,6 +144,16 @@ def test_a_run_at_todays_defaults_files_as_the_first_reward_it_resolved() -> Non
     old_default = {**presets["active_warm"], "initial_steps_per_label": 0, "trainer.l2_init": 0.0}
     pinned = {**today, "method": "active_warm", "loop_options": old_default}
     assert ab.method_of(pinned, presets) == ("active_warm", False)
-    # a technique on top of a broad first reward is not that technique's column
+    # a technique on top of a broad first reward is not that technique's column but its own,
+    # beside the technique's in the table
     smooth = {**long, "method": "smoothing", "loop_options": dict(presets["smoothing"])}
-    assert ab.method_of(smooth, presets) is None
+    assert ab.method_of(smooth, presets) == ("smoothing+broad", False)
+    grid = {("Pusher-v5", "oracle", 30, 15000, True): {"smoothing+broad": [0.1], "broad": [0.2]},
+            ("Hopper-v5", "oracle", 30, 15000, True): {"smoothing": [0.3]}}  # fmt: skip
+    assert ab.columns(grid, list(presets)).index("smoothing") + 1 == ab.columns(grid, list(presets)).index(
+        "smoothing+broad"
+    )
+    assert "| smoothing | smoothing+broad |" in ab.table(grid, list(presets)).splitlines()[0]
+    # other first-reward settings beside a technique stay out of the table
+    odd = {**smooth, "initial_steps_per_label": 50}
+    assert ab.method_of(odd, presets) is None
