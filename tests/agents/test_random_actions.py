@@ -46,7 +46,7 @@ def window_spread(acts: np.ndarray, length: int) -> float:
     return float(np.abs(acts[:rows]).reshape(-1, length, acts.shape[-1]).mean(axis=(1, 2)).std())
 
 
-@pytest.mark.parametrize("size", ["full", "varied"])
+@pytest.mark.parametrize("size", ["full", "varied", "mixed"])
 def test_the_loops_random_steps_act_with_varied_size(size: str) -> None:
     cfg = LoopConfig(total_steps=600, total_labels=2, iterations=1, initial_steps=400, initial_label_frac=1.0,
                      fragment_length=20, random_action_size=size)  # type: ignore[arg-type]  # fmt: skip
@@ -56,7 +56,7 @@ def test_the_loops_random_steps_act_with_varied_size(size: str) -> None:
     assert not isinstance(loop.agent.action_space, VariedSizeBox)
     acts = loop.agent.replay_buffer.actions[:400, 0]  # [400, 1], scaled to [-1, 1]
     spread = window_spread(acts, 20)  # uniform: about 0.06; varied: about 0.15
-    assert (spread > 0.1) == (size == "varied"), spread
+    assert (spread > 0.1) == (size != "full"), spread
     assert np.abs(acts).max() > 0.8  # the whole range is still reached
 
 
@@ -68,3 +68,13 @@ def test_on_policy_random_steps_run_with_varied_size() -> None:
     venv = loop.agent.get_env()
     assert venv is not None and not isinstance(venv.action_space, VariedSizeBox)
     assert loop.env_steps == 512
+
+
+def test_a_full_share_of_the_draws_act_at_full_size() -> None:
+    box = spaces.Box(-1.0, 1.0, (1,))
+    for share, lo, hi in ((0.0, 0.0, 0.05), (0.5, 0.4, 0.6), (1.0, 1.0, 1.0)):
+        varied = VariedSizeBox(box, num_envs=1, period=1, seed=1, full_share=share)
+        full = [(varied.sample(), varied.sizes[0] == 1.0)[1] for _ in range(400)]
+        assert lo <= np.mean(full) <= hi, (share, np.mean(full))
+    with pytest.raises(ValueError, match="full_share"):
+        VariedSizeBox(box, 1, 1, full_share=1.5)

@@ -7,7 +7,8 @@ cost, and the first reward learns none; the agent then goes to full force wherev
 reward's other terms point (Pusher-v5's learned agents scored below random actions). Here each
 environment of the stack draws a size ``s ~ U(0, 1)`` every ``period`` steps and acts
 uniformly within ``s`` of its action range around the range's centre, so clips differ in how
-hard they act while still covering the whole range over many draws.
+hard they act while still covering the whole range over many draws. With ``full_share``, that
+share of the draws acts at full size (uniform over the whole range) instead.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ class VariedSizeBox(spaces.Box):
     order (as SB3's off-policy warm-up and :meth:`PreferenceLoop._random_steps` call it).
     """
 
-    def __init__(self, box: spaces.Box, num_envs: int, period: int, seed: int | None = None) -> None:
+    def __init__(
+        self, box: spaces.Box, num_envs: int, period: int, seed: int | None = None, full_share: float = 0.0
+    ) -> None:
         if not np.all(np.isfinite(box.low)) or not np.all(np.isfinite(box.high)):
             raise ValueError("varied-size random actions need a bounded action space")
         if num_envs < 1 or period < 1:
             raise ValueError(f"num_envs and period must be positive, got {num_envs} and {period}")
         super().__init__(box.low, box.high, box.shape, box.dtype, seed=seed)
-        self.num_envs, self.period = num_envs, period
+        if not 0.0 <= full_share <= 1.0:
+            raise ValueError(f"full_share must be in [0, 1], got {full_share}")
+        self.num_envs, self.period, self.full_share = num_envs, period, full_share
         self.calls = 0
         self.sizes = np.ones(num_envs)
         """``[num_envs]`` the size each environment acts with now."""
@@ -43,23 +48,27 @@ class VariedSizeBox(spaces.Box):
         """One action ``[*shape]`` for the next environment in turn."""
         env, step = self.calls % self.num_envs, self.calls // self.num_envs
         self.calls += 1
-        if step % self.period == 0:
-            self.sizes[env] = self.np_random.uniform(0.0, 1.0)
+        if step % self.period == 0:  # a share full_share of the periods act at full size
+            full = self.np_random.uniform() < self.full_share
+            self.sizes[env] = 1.0 if full else self.np_random.uniform(0.0, 1.0)
         centre, half = (self.high + self.low) / 2, (self.high - self.low) / 2
         u = self.np_random.uniform(-1.0, 1.0, size=self.shape)
         return (centre + self.sizes[env] * half * u).astype(self.dtype)
 
 
 @contextmanager
-def varied_random_actions(owner: Any, num_envs: int, period: int, seed: int | None = None) -> Iterator[None]:
+def varied_random_actions(
+    owner: Any, num_envs: int, period: int, seed: int | None = None, full_share: float = 0.0
+) -> Iterator[None]:
     """While inside, ``owner.action_space`` (an SB3 agent or a vector env) samples varied-size
-    actions; restored on exit. Does nothing unless the space is a bounded Box."""
+    actions (:class:`VariedSizeBox`); restored on exit. Does nothing unless the space is a
+    bounded Box."""
     box = owner.action_space
     bounded = isinstance(box, spaces.Box) and bool(np.all(box.is_bounded()))
     if not bounded:
         yield
         return
-    owner.action_space = VariedSizeBox(box, num_envs, period, seed=seed)
+    owner.action_space = VariedSizeBox(box, num_envs, period, seed=seed, full_share=full_share)
     try:
         yield
     finally:

@@ -256,7 +256,11 @@ class PreferenceLoop:
         venv = self.agent.get_env() if self.agent is not None else None
         num_envs = venv.num_envs if venv is not None else 1
         return varied_random_actions(
-            owner, num_envs, self.state.fragment_length, seed=stream_seed(self.config.seed, "random_actions")
+            owner,
+            num_envs,
+            self.state.fragment_length,
+            seed=stream_seed(self.config.seed, "random_actions"),
+            full_share=0.5 if self.config.random_action_size == "mixed" else 0.0,
         )
 
     def _pretrain(self, steps: int) -> None:
