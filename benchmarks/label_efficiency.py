@@ -181,7 +181,7 @@ METHODS: dict[str, dict[str, object]] = {
     # random steps before the first query act with a size drawn per env every clip length
     # (prefrl.agents.random_actions), so the first labels can teach a control cost
     "varied": {**WARM, "random_action_size": "varied"},
-    "mixed": {**WARM, "random_action_size": "mixed"},  # half of those sizes full
+    "varied_mixed": {**WARM, "random_action_size": "mixed"},  # half of those sizes full
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip
