@@ -36,9 +36,9 @@ class VariedSizeBox(spaces.Box):
             raise ValueError("varied-size random actions need a bounded action space")
         if num_envs < 1 or period < 1:
             raise ValueError(f"num_envs and period must be positive, got {num_envs} and {period}")
-        super().__init__(box.low, box.high, box.shape, box.dtype, seed=seed)
         if not 0.0 <= full_share <= 1.0:
             raise ValueError(f"full_share must be in [0, 1], got {full_share}")
+        super().__init__(box.low, box.high, box.shape, box.dtype, seed=seed)
         self.num_envs, self.period, self.full_share = num_envs, period, full_share
         self.calls = 0
         self.sizes = np.ones(num_envs)
