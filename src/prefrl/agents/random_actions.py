@@ -32,7 +32,7 @@ class VariedSizeBox(spaces.Box):
     def __init__(
         self, box: spaces.Box, num_envs: int, period: int, seed: int | None = None, full_share: float = 0.0
     ) -> None:
-        if not np.all(np.isfinite(box.low)) or not np.all(np.isfinite(box.high)):
+        if not np.all(box.is_bounded()):
             raise ValueError("varied-size random actions need a bounded action space")
         if num_envs < 1 or period < 1:
             raise ValueError(f"num_envs and period must be positive, got {num_envs} and {period}")
@@ -43,6 +43,7 @@ class VariedSizeBox(spaces.Box):
         self.calls = 0
         self.sizes = np.ones(num_envs)
         """``[num_envs]`` the size each environment acts with now."""
+        self._centre, self._half = (self.high + self.low) / 2, (self.high - self.low) / 2
 
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
         """One action ``[*shape]`` for the next environment in turn."""
@@ -51,9 +52,8 @@ class VariedSizeBox(spaces.Box):
         if step % self.period == 0:  # a share full_share of the periods act at full size
             full = self.np_random.uniform() < self.full_share
             self.sizes[env] = 1.0 if full else self.np_random.uniform(0.0, 1.0)
-        centre, half = (self.high + self.low) / 2, (self.high - self.low) / 2
         u = self.np_random.uniform(-1.0, 1.0, size=self.shape)
-        return (centre + self.sizes[env] * half * u).astype(self.dtype)
+        return (self._centre + self.sizes[env] * self._half * u).astype(self.dtype)
 
 
 @contextmanager
