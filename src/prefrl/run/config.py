@@ -24,6 +24,7 @@ from prefrl.config_types import OptDir, OptFile
 from prefrl.envs.config import EnvConfig
 from prefrl.preference.trainer import RewardTrainerConfig
 from prefrl.rewards.config import RewardNetConfig
+from prefrl.run.resume_check import read_run_config
 from prefrl.storage.checkpoint import read_json
 from prefrl.teachers.spec import TeacherName
 from prefrl.training.config import LoopConfig
@@ -196,7 +197,7 @@ def parse_args(argv: list[str]) -> TrainConfig:
     resume, cfg_file = _flag_value(argv, "--resume"), _flag_value(argv, "--config")
     if resume is not None:
         default = config_from_dict(
-            read_json(Path(resume) / "config.json", "run config"), f"{resume}/config.json"
+            read_run_config(Path(resume)), f"{resume}/config.json"
         )
     elif cfg_file is not None:
         default = config_from_dict(read_json(Path(cfg_file), "config file"), cfg_file)

@@ -41,6 +41,28 @@ def previous_key(run_dir: Path) -> str | None:
     return str(old.get("run_id") or run_dir.name) if isinstance(old, dict) else None
 
 
+def taken_message(where: str, run_dir: Path, cfg: TrainConfig, taken: list[tuple[str, str, int]]) -> str:
+    """Why a fresh run may not take a name or id the store knows (``taken``: ``(id, title,
+    queries)`` of those runs, newest first): the existing run's id, and the command that fits:
+    ``--resume`` where ``run_dir`` holds that run, another name or id otherwise."""
+    here = previous_key(run_dir)
+    by_id = next((t for t in taken if t[0] == cfg.run_id), taken[0])
+    rid, title, n = next((t for t in taken if t[0] == here), by_id)
+    more = f" (and {len(taken) - 1} more run(s) of that name)" if len(taken) > 1 else ""
+    head = f"the query store {where} already has {n} queries of run {rid} (folder {title!r}){more}"
+    new = "a new id; the old run's answers stay its own"
+    if rid == here:
+        how = f"{run_dir} holds that run: continue it with --resume {run_dir}"
+        return f"{head}; {how}, or pass --force to replace it ({new})"
+    that = f"continue that run with --resume on its folder ({title!r})"
+    if rid == cfg.run_id:
+        return f"{head}, the id given to this run; {that}, or pass another --run-id (or --force: {new})"
+    return (
+        f"{head}; a new run named {run_dir.name!r} would take its answers: {that}, "
+        f"or choose another --run-dir name, or pass --force ({new})"
+    )
+
+
 def claim_identity(cfg: TrainConfig, run_dir: Path) -> None:
     """Before a fresh run writes anything, with a query store: check that the store has no
     queries under its folder's name or id (``cfg.run_id``, given by
@@ -48,26 +70,21 @@ def claim_identity(cfg: TrainConfig, run_dir: Path) -> None:
     queries of the run it replaces in ``run_dir`` are closed).
 
     Raises:
-        FileExistsError: the store already has queries of a run of that name or id.
+        FileExistsError: the store already has queries of a run of that name or id; the
+            message names that run and how to go on (:func:`taken_message`).
     """
     old = previous_key(run_dir) if cfg.force else None
     if cfg.teacher != "web" or cfg.store is None:
         return
-    from prefrl.storage.runs import find_run, finish_run, queries_under
+    from prefrl.storage.runs import find_run, finish_run, runs_under
     from prefrl.storage.store import QueryStore
 
     store = QueryStore(cfg.store)
     try:
         if old is not None and (rid := find_run(store, old)) is not None:
             finish_run(store, rid, keep_partial=False)  # its run is gone: nobody would use the answers
-        keys = [cfg.run_id] if cfg.force else [run_dir.name, cfg.run_id]
-        n = queries_under(store, keys)
-        if n:
-            raise FileExistsError(
-                f"the query store {store.where} already has {n} queries of a run named "
-                f"{run_dir.name!r} (or with id {cfg.run_id!r}); a new run would take its answers. "
-                f"Pass --resume {run_dir} to continue that run, or --force to start a new one "
-                "(with a new id; the old run's answers stay its own)"
-            )
+        taken = runs_under(store, [cfg.run_id] if cfg.force else [run_dir.name, cfg.run_id])
+        if taken:
+            raise FileExistsError(taken_message(store.where, run_dir, cfg, taken))
     finally:
         store.close()

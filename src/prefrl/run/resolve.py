@@ -57,9 +57,17 @@ def resolve_agent(cfg: TrainConfig, act_space: Any) -> TrainConfig:
 def resolve_identity(cfg: TrainConfig) -> TrainConfig:
     """Where the run lives and its id: a resumed run keeps both; a fresh one gets
     ``runs/<env>-<agent>-<time>`` unless ``--run-dir`` names one, and a new id unless it has
-    one (``--force`` always gives a new one, see :mod:`prefrl.run.identity`)."""
+    one (``--force`` always gives a new one, see :mod:`prefrl.run.identity`).
+
+    Raises:
+        ValueError: an empty or blank ``--run-id`` (it would fall back to the folder's name).
+    """
     if cfg.resume is not None:
         return dataclasses.replace(cfg, run_dir=cfg.resume)
+    if cfg.run_id is not None and not cfg.run_id.strip():
+        raise ValueError(
+            f"--run-id {cfg.run_id!r}: a run id cannot be blank (leave --run-id out for a new one)"
+        )
     run_dir = cfg.run_dir
     if run_dir is None:
         kind = "offline" if cfg.trajectory_path is not None else cfg.agent.algo  # offline: no agent trains

@@ -6,6 +6,8 @@ A resume reads ``labels.json``, ``preferences.npz``, ``metrics.csv`` and the lat
 field, so a bad file stops the resume with one line, no file changed and no TensorBoard file
 added. What only the built agent can check (a policy or buffer of another environment) fails
 while the checkpoint loads, which is also before anything is written (:func:`~prefrl.run.train.train`).
+A path that is not a run at all (nothing there, a file, a folder without ``config.json``) gets
+its own line from :func:`read_run_config`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,28 @@ MAX_COUNT = 2**53
 QUERY_SLACK = 10
 """``queries_asked`` may exceed the labels a run asks for (lost submits are asked again), but
 not by more than this factor."""
+
+
+def read_run_config(run: Path) -> Any:
+    """The ``config.json`` of the run ``--resume run`` names, or one line saying what ``run`` is
+    instead: nothing, a file, or a folder that is not a run.
+
+    Raises:
+        FileNotFoundError: nothing at ``run``, or a folder without ``config.json``.
+        ValueError: ``run`` is a file, or its ``config.json`` is not readable JSON.
+    """
+    path = run / "config.json"
+    if not run.exists():
+        raise FileNotFoundError(f"--resume {run}: no such directory (pass the folder a run was started in)")
+    if not run.is_dir():
+        inside = run.parent if (run.parent / "config.json").is_file() else None
+        hint = f"; did you mean --resume {inside}" if inside is not None else ""
+        raise ValueError(f"--resume {run}: a file, not a run directory{hint}")
+    if not path.is_file():
+        runs = sorted(str(p.parent) for p in run.glob("*/config.json"))[:3]
+        hint = f"; runs in it: {', '.join(runs)}" if runs else " (a run writes it when it starts)"
+        raise FileNotFoundError(f"--resume {run}: not a run directory, it has no config.json{hint}")
+    return read_json(path, "run config")
 
 
 def _count(
@@ -131,7 +155,7 @@ def check_metrics(path: Path) -> None:
 
 def check_resume(run: Path) -> None:
     """Read every file a resume of ``run`` reads; one ``ValueError`` naming the file and field."""
-    conf = read_json(run / "config.json", "run config")
+    conf = read_run_config(run)
     total = conf.get("loop", {}).get("total_labels") if isinstance(conf, dict) else None
     ckpt = CheckpointDir(run)
     prefs = run / "preferences.npz"

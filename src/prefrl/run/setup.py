@@ -19,6 +19,7 @@ from prefrl.preference.trainer import true_pair_accuracy
 from prefrl.rewards.nets import RewardNet
 from prefrl.run.config import TrainConfig, config_to_dict
 from prefrl.run.identity import claim_identity
+from prefrl.run.resume_check import read_run_config
 from prefrl.seeding import stream, stream_seed
 from prefrl.storage.checkpoint import write_json
 
@@ -28,8 +29,7 @@ def prepare_run_dir(cfg: TrainConfig) -> Path:
     ``run_id`` set: :func:`~prefrl.run.resolve.resolve_identity`) and write ``config.json``."""
     if cfg.resume is not None:
         run = Path(cfg.resume)
-        if not (run / "config.json").exists():
-            raise FileNotFoundError(f"--resume {run}: not a run directory (no config.json)")
+        read_run_config(run)  # one line for a path that is not a run
         return run
     if cfg.run_dir is None or cfg.run_id is None:
         raise ValueError("prepare_run_dir needs a resolved config (prefrl.run.resolve.resolve)")

@@ -48,6 +48,17 @@ def queries_under(store: QueryStore, keys: Sequence[str | None]) -> int:
         return int(c.execute(stmt).scalar() or 0)
 
 
+def runs_under(store: QueryStore, keys: Sequence[str | None]) -> list[tuple[str, str, int]]:
+    """``(id, title, queries)`` of every run with queries whose id or title is one of ``keys``,
+    newest first."""
+    r, q = S.runs.c, S.queries.c
+    n = sa.func.count(q.id)
+    stmt = sa.select(r.name, r.title, n).join(S.queries, q.run_id == r.id)
+    stmt = stmt.where(sa.or_(r.name.in_(keys), r.title.in_(keys))).group_by(r.id).order_by(r.id.desc())
+    with store.read() as c:
+        return [(str(a), str(t or a), int(k)) for a, t, k in c.execute(stmt)]
+
+
 def finish_run(store: QueryStore, run_id: int, keep_partial: bool = True) -> dict[str, int]:
     """Close a run's open queries: one that has some of its answers becomes answered (the run
     takes the answers it has; with ``keep_partial=False``, for a run that is gone, it expires
