@@ -20,6 +20,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from prefrl.training.callbacks import ProgressBar
+from prefrl.training.progress import StatusLine
+
 POLL_S = 0.5
 """How often the final wait looks for answers."""
 
@@ -42,6 +45,17 @@ def queries_due(alloc: np.ndarray, i: int, asked: int) -> int:
     return int(alloc[i]) + math.ceil(behind / max(1, n - i))
 
 
+def status_line(loop: Any, out: TextIO | None = None) -> StatusLine:
+    """The status line of a wait of ``loop`` (a :class:`~prefrl.training.loop.PreferenceLoop`)
+    on ``out`` (stderr): rewritten in place only on a terminal where the run shows its progress
+    (a :class:`~prefrl.training.callbacks.ProgressBar` that is not disabled); else, with
+    ``--no-progress`` or in a log file, a plain line at most every
+    :data:`~prefrl.training.progress.STATUS_INTERVAL_S` seconds and the last one at the end."""
+    status = StatusLine(out)
+    status.tty = status.tty and any(isinstance(cb, ProgressBar) and not cb.disable for cb in loop.callbacks)
+    return status
+
+
 def close_queries(loop: Any, out: TextIO | None = None) -> int:
     """Wait for the open queries of ``loop``'s async teacher (``loop``: a
     :class:`~prefrl.training.loop.PreferenceLoop`), take the answers, close the rest; returns the
@@ -54,28 +68,28 @@ def close_queries(loop: Any, out: TextIO | None = None) -> int:
         flush()  # every query submitted is in front of people
     wait_s = loop.config.answer_wait_s
     hint = getattr(teacher, "answer_hint", "")
+    where = f"; answer them with: {hint}" if hint else ""
     t0 = time.monotonic()
     added = loop._poll()
+    status = status_line(loop, out)
     shown = False
     while (n_open := teacher.pending()) > 0 and (waited := time.monotonic() - t0) < wait_s:
-        where = f"; answer them with: {hint}" if hint else ""
-        print(
-            f"\rprefrl: training done; waiting for {n_open} open queries ({waited:.0f} of {wait_s:.0f} s)"
-            + where,
-            end="",
-            file=out,
-            flush=True,
+        status.show(
+            f"prefrl: training done; waiting for {n_open} open queries ({waited:.0f} of {wait_s:.0f} s)"
+            + where
         )
         shown = True
         time.sleep(min(POLL_S, max(0.0, wait_s - waited)))
         added += loop._poll()
+    status.close()
     close = getattr(teacher, "close_queries", None)
     closed = close() if close is not None else {}
     added += loop._poll()  # answers that landed before the close
     if shown or closed.get("expired"):
         print(
-            f"\nprefrl: {closed.get('expired', 0)} queries expired unanswered; "
+            f"prefrl: {closed.get('expired', 0)} queries expired unanswered; "
             f"{added} answers arrived after training",
             file=out,
+            flush=True,
         )
     return added

@@ -58,7 +58,7 @@ from prefrl.teachers import Answers, AsyncTeacher, Teacher
 from prefrl.teachers.spec import is_async
 from prefrl.training.callbacks import LoopCallback
 from prefrl.training.checkpointing import LoopCheckpoint
-from prefrl.training.closing import close_queries, queries_due
+from prefrl.training.closing import close_queries, queries_due, status_line
 from prefrl.training.config import (
     AUTO_END_CLIP_FRAC,
     HELDOUT_PAIRS,
@@ -73,7 +73,6 @@ from prefrl.training.config import (
     tie_fraction,
 )
 from prefrl.training.mixture import EpisodeArchive, archive_pairs, join_queries, older_share
-from prefrl.training.progress import StatusLine
 from prefrl.training.queries import candidate_pairs, choose_pairs
 from prefrl.training.representation import SelfPrediction
 
@@ -431,7 +430,7 @@ class PreferenceLoop:
     def _wait_for_labels(self) -> None:
         """Block (with a status line) until an async teacher gives the first answer."""
         t0 = time.perf_counter()
-        status = StatusLine()  # rewritten in place on a terminal, a line every 30 s in a log file
+        status = status_line(self)  # in place on a terminal showing progress, else a line every 30 s
         while len(self.dataset) == 0:
             if self._poll():
                 break
