@@ -14,7 +14,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src" / "prefrl"
 
 LAYERS: dict[str, int] = {
-    "config_types": 0, "registration": 0, "seeding": 0,  # plain helpers: option types, environment ids, seeds
+    "config_types": 0, "registration": 0, "seeding": 0, "threads": 0,  # option types, env ids, seeds, threads
     "data": 1, "envs": 1,  # no RL machinery
     "rewards": 2,
     "storage": 3, "selection": 3,

@@ -14,6 +14,7 @@ from prefrl.agents.sb3 import AUTO, make_env, make_vec_env, resolve_algo
 from prefrl.config_types import OptBool
 from prefrl.envs.config import EnvConfig
 from prefrl.storage.checkpoint import dumps, read_json, write_json
+from prefrl.threads import DEFAULT_THREADS, set_threads
 
 
 @dataclass
@@ -34,6 +35,8 @@ class EvaluateConfig:
     Atari policies, whose argmax can loop until the time limit), else deterministic."""
     seed: int = 10_000
     """Seed of the evaluation episodes."""
+    threads: int = DEFAULT_THREADS
+    """CPU threads for torch and BLAS (1 avoids oversubscription on small shared machines)."""
 
 
 def evaluate_run(cfg: EvaluateConfig) -> dict[str, float]:
@@ -72,6 +75,7 @@ def evaluate_run(cfg: EvaluateConfig) -> dict[str, float]:
 def main(argv: list[str]) -> int:
     cfg = tyro.cli(EvaluateConfig, args=argv, prog="prefrl evaluate")
     try:
+        set_threads(cfg.threads)
         result = evaluate_run(cfg)
     except (ValueError, FileNotFoundError, KeyError) as e:
         print(f"prefrl evaluate: error: {e}", file=sys.stderr)

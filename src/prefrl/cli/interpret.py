@@ -40,6 +40,7 @@ from prefrl.preference.trainer import true_pair_accuracy
 from prefrl.rewards import build_reward_net, load_reward_net, save_reward_net
 from prefrl.rewards.spaces import is_image_space
 from prefrl.storage.checkpoint import dumps
+from prefrl.threads import DEFAULT_THREADS, set_threads
 from prefrl.training.config import HELDOUT_PAIRS
 
 
@@ -71,6 +72,8 @@ class Common:
         tyro.conf.arg(metavar="DIR", help_behavior_hint="(default: RUN/interpret, or ./interpret)"),
     ] = None
     """Output directory."""
+    threads: int = DEFAULT_THREADS
+    """CPU threads for torch and BLAS (1 avoids oversubscription on small shared machines)."""
 
     def sources(self) -> Sources:
         return Sources(self.run, self.reward, self.trajectories, self.env, self.episodes, self.seed)
@@ -467,6 +470,7 @@ def main(argv: list[str]) -> int:
         args=argv,
     )
     try:
+        set_threads(cmd.threads)
         result = cmd.execute()
     except (ValueError, FileNotFoundError) as e:
         print(f"prefrl interpret: error: {e}", file=sys.stderr)

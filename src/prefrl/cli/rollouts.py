@@ -13,6 +13,7 @@ from prefrl.agents.policy_io import load_agent
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import make_env, make_vec_env
 from prefrl.envs.config import EnvConfig
+from prefrl.threads import DEFAULT_THREADS, set_threads
 
 
 @dataclass
@@ -41,11 +42,14 @@ class RolloutsConfig:
     """Act deterministically."""
     seed: int = 0
     """Seed."""
+    threads: int = DEFAULT_THREADS
+    """CPU threads for torch and BLAS (1 avoids oversubscription on small shared machines)."""
 
 
 def main(argv: list[str]) -> int:
     cfg = tyro.cli(RolloutsConfig, args=argv, prog="prefrl rollouts")
     try:
+        set_threads(cfg.threads)
         if cfg.episodes is None and cfg.steps is None:
             cfg.episodes = 10
         env = make_env(cfg.env.id, cfg.env.parsed_kwargs(), render=cfg.render)

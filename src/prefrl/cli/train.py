@@ -20,6 +20,7 @@ from prefrl.envs.config import EnvConfig
 from prefrl.rewards.config import RewardNetConfig
 from prefrl.run.config import TrainConfig, config_to_dict, parse_args
 from prefrl.run.train import build_run, format_report, train
+from prefrl.threads import set_threads
 
 __all__ = [
     "EnvConfig",
@@ -76,6 +77,7 @@ def main(argv: list[str]) -> int:
         if cfg.print_config:  # printed as a config to train with (--config FILE): not to print again
             print(json.dumps(config_to_dict(dataclasses.replace(cfg, print_config=False)), indent=2))
             return 0
+        set_threads(cfg.threads)  # the whole process (--reward-from, the page): torch, BLAS, OpenMP
         try:
             rep = train(cfg)
         except KeyboardInterrupt as e:  # a RunInterrupted names the run's folder (also one named for it)
