@@ -1,17 +1,22 @@
 """The learned reward of a finished run in other training code: wrappers built from a run
 directory or a reward file give the agent the saved reward, normalised as the run saved it, keep
-the true reward in ``info``, and refuse what cannot work with a message that says why."""
+the true reward in ``info``, refuse what cannot work with a message that says why, and run each
+step's reward on one torch thread inside training code that uses more."""
 
 from __future__ import annotations
 
 import doctest
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from reward_runs import STATS, expected, make_run
 from stable_baselines3.common.vec_env import DummyVecEnv
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from prefrl.agents import learned_reward, saved_reward
 from prefrl.agents.learned_reward import (
@@ -21,7 +26,10 @@ from prefrl.agents.learned_reward import (
     learned_reward_env,
 )
 from prefrl.agents.saved_reward import load_learned_reward
+from prefrl.rewards import MLPReward, save_reward_net
+from prefrl.rewards.shaped import ShapedReward
 from prefrl.storage.checkpoint import CheckpointDir
+from prefrl.threads import ENV_VARS
 
 
 def test_module_examples_run() -> None:
@@ -117,3 +125,79 @@ def test_vector_wrapper_rewards_every_transition_and_nothing_on_reset_steps(
         restarting = (term | trunc) if mode == "NextStep" else np.zeros(2, bool)
         obs = nxt
     assert checked >= 30 and (resets > 0) == (mode == "NextStep")
+
+
+def shaped_run(root: Path) -> Path:
+    """A run whose reward has no NumPy fast path (a shaped reward): every step runs torch."""
+    env = gym.make("Pendulum-v1")
+    root.mkdir(parents=True)
+    (root / "config.json").write_text('{"env": {"id": "Pendulum-v1"}}')
+    net = ShapedReward(MLPReward(env.observation_space, env.action_space, hidden=(16,)), hidden=(16,))
+    save_reward_net(net, root / "reward.safetensors", normalizer={"normalize": False})
+    return root
+
+
+@pytest.fixture
+def process_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A process on torch's default of several threads, no ``OMP_NUM_THREADS`` set (as a user's
+    training script starts); its threads and variables come back afterwards."""
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    with threadpool_limits(limits=None):  # restores the BLAS/OpenMP counts it found on exit
+        torch.set_num_threads(3)
+        yield
+    torch.set_num_threads(1)
+
+
+def threads_seen(reward: Any) -> list[int]:
+    """The torch threads each forward pass of ``reward``'s network runs on, from now on."""
+    seen: list[int] = []
+    reward.net.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    return seen
+
+
+def test_wrappers_infer_on_one_thread_and_leave_the_process_its_own(
+    tmp_path: Path, process_threads: None
+) -> None:
+    """Each wrapper runs its per-step reward on one torch thread without the user limiting
+    anything, and the training code around it keeps its threads; ``threads=None`` opts out."""
+    run = shaped_run(tmp_path / "run")
+    single = LearnedRewardWrapper.from_run(gym.make("Pendulum-v1"), run)
+    vector = LearnedRewardVectorWrapper.from_run(gym.make_vec("Pendulum-v1", num_envs=2), run)
+    sb3 = LearnedRewardVecEnv.from_run(DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 2), run)
+    zoo = learned_reward.zoo_wrapper(gym.make("Pendulum-v1"), str(run), threads=None)
+    for env in (single, zoo):
+        seen = threads_seen(env.reward)
+        env.reset(seed=0)
+        for _ in range(5):
+            env.step(env.action_space.sample())
+            assert torch.get_num_threads() == 3  # the agent's threads, between steps
+        assert seen == [1] * 5
+    seen = threads_seen(vector.reward)
+    vector.reset(seed=0)
+    vector.step(vector.action_space.sample())
+    sb3_seen = threads_seen(sb3.reward)
+    sb3.reset()
+    sb3.step(np.stack([sb3.action_space.sample()] * 2))
+    assert seen == [1] and sb3_seen == [1] and torch.get_num_threads() == 3
+    own = LearnedRewardWrapper.from_run(gym.make("Pendulum-v1"), run, threads=None)
+    seen = threads_seen(own.reward)
+    own.reset(seed=0)
+    own.step(own.action_space.sample())
+    assert seen == [3]
+    with pytest.raises(ValueError, match="threads must be a whole number of threads >= 1, got 0"):
+        LearnedRewardWrapper.from_run(gym.make("Pendulum-v1"), run, threads=0)
+
+
+def test_zoo_wrapper_sets_the_zoo_process_to_one_thread_unless_told_not_to(
+    tmp_path: Path, process_threads: None
+) -> None:
+    """The Zoo trains on torch's default threads unless given --num-threads: its wrapper sets the
+    process to ``threads`` (1), agent and BLAS included; ``threads: null`` keeps the Zoo's."""
+    run = make_run(tmp_path / "run")
+    learned_reward.zoo_wrapper(gym.make("Pendulum-v1"), str(run), threads=None)
+    assert torch.get_num_threads() == 3
+    learned_reward.zoo_wrapper(gym.make("Pendulum-v1"), str(run))
+    assert torch.get_num_threads() == 1 and {p["num_threads"] for p in threadpool_info()} == {1}
+    learned_reward.zoo_wrapper(gym.make("Pendulum-v1"), str(run), threads=2)
+    assert torch.get_num_threads() == 2

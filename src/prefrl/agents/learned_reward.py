@@ -28,6 +28,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.saved_reward import Normalize, check_spaces, load_learned_reward
+from prefrl.threads import set_threads
 
 __all__ = [
     "LearnedReward",
@@ -60,11 +61,14 @@ class LearnedRewardWrapper(gym.Wrapper):
         self._obs: Any = None
 
     @classmethod
-    def from_run(cls, env: gym.Env, source: str | Path, normalize: Normalize = "run") -> LearnedRewardWrapper:
+    def from_run(
+        cls, env: gym.Env, source: str | Path, normalize: Normalize = "run", threads: int | None = 1
+    ) -> LearnedRewardWrapper:
         """``env`` with the reward of a run directory or ``reward.safetensors`` file ``source``
-        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
+        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces;
+        each step's reward runs on ``threads`` torch threads (``None``: the process's)."""
 
-        reward = load_learned_reward(source, normalize)
+        reward = load_learned_reward(source, normalize, threads=threads)
         check_spaces(reward.net, env.observation_space, env.action_space, source)
         return cls(env, reward)
 
@@ -126,12 +130,13 @@ class LearnedRewardVectorWrapper(VectorWrapper):
 
     @classmethod
     def from_run(
-        cls, env: VectorEnv, source: str | Path, normalize: Normalize = "run"
+        cls, env: VectorEnv, source: str | Path, normalize: Normalize = "run", threads: int | None = 1
     ) -> LearnedRewardVectorWrapper:
         """``env`` with the reward of a run directory or ``reward.safetensors`` file ``source``
-        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
+        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces;
+        each step's reward runs on ``threads`` torch threads (``None``: the process's)."""
 
-        reward = load_learned_reward(source, normalize)
+        reward = load_learned_reward(source, normalize, threads=threads)
         check_spaces(reward.net, env.single_observation_space, env.single_action_space, source)
         return cls(env, reward)
 
@@ -202,11 +207,14 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         """Seconds spent computing learned rewards in ``step_wait`` so far (profiling)."""
 
     @classmethod
-    def from_run(cls, venv: VecEnv, source: str | Path, normalize: Normalize = "run") -> LearnedRewardVecEnv:
+    def from_run(
+        cls, venv: VecEnv, source: str | Path, normalize: Normalize = "run", threads: int | None = 1
+    ) -> LearnedRewardVecEnv:
         """``venv`` with the reward of a run directory or ``reward.safetensors`` file ``source``
-        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces."""
+        (see :func:`~prefrl.agents.saved_reward.load_learned_reward`), checked against its spaces;
+        each step's reward runs on ``threads`` torch threads (``None``: the process's)."""
 
-        reward = load_learned_reward(source, normalize)
+        reward = load_learned_reward(source, normalize, threads=threads)
         check_spaces(reward.net, venv.observation_space, venv.action_space, source)
         return cls(venv, reward)
 
@@ -243,19 +251,21 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         return {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
 
 
-def learned_reward_env(env: Any, source: str | Path, normalize: Normalize = "run") -> Any:
+def learned_reward_env(
+    env: Any, source: str | Path, normalize: Normalize = "run", threads: int | None = 1
+) -> Any:
     """``env`` (a ``gymnasium.Env``, a Gymnasium ``VectorEnv`` or an SB3 ``VecEnv``) with the reward of
-    ``source``, in the matching wrapper of this module."""
+    ``source``, in the matching wrapper of this module (``threads``: as ``from_run``'s)."""
     if isinstance(env, VecEnv):
-        return LearnedRewardVecEnv.from_run(env, source, normalize)
+        return LearnedRewardVecEnv.from_run(env, source, normalize, threads)
     if isinstance(env, VectorEnv):
-        return LearnedRewardVectorWrapper.from_run(env, source, normalize)
+        return LearnedRewardVectorWrapper.from_run(env, source, normalize, threads)
     if isinstance(env, gym.Env):
-        return LearnedRewardWrapper.from_run(env, source, normalize)
+        return LearnedRewardWrapper.from_run(env, source, normalize, threads)
     raise TypeError(f"expected a gymnasium.Env, a gymnasium VectorEnv or an SB3 VecEnv, got {type(env)}")
 
 
-def zoo_wrapper(env: gym.Env, run_dir: str, normalize: Normalize = "run") -> gym.Env:
+def zoo_wrapper(env: gym.Env, run_dir: str, normalize: Normalize = "run", threads: int | None = 1) -> gym.Env:
     """RL Baselines3 Zoo's ``env_wrapper``: the learned reward of ``run_dir`` (a run directory or a
     reward file) in place of the environment's. In a hyperparameter file::
 
@@ -266,5 +276,13 @@ def zoo_wrapper(env: gym.Env, run_dir: str, normalize: Normalize = "run") -> gym
 
     The Zoo's ``Monitor`` sits below the wrapper, so its episode returns (``rollout/ep_rew_mean``,
     ``monitor.csv``) stay the true ones.
+
+    ``threads``: CPU threads of the process the Zoo builds the environment in, set when it does
+    (:func:`prefrl.threads.set_threads`), as the Zoo's ``--num-threads`` would: the Zoo trains on
+    torch's default of one thread per core unless told, which on a loaded machine makes its agent
+    many times slower. ``threads: null`` keeps the Zoo's setting (``--num-threads`` or torch's
+    default). The learned reward runs on one thread per step either way.
     """
+    if threads is not None:
+        set_threads(threads)
     return LearnedRewardWrapper.from_run(env, run_dir, normalize)

@@ -3,7 +3,8 @@
 A run directory (``prefrl train``) or its ``reward.safetensors`` file becomes a
 :class:`~prefrl.agents.learned_reward.LearnedReward`, normalised as the run's agent saw it:
 
-- :func:`load_learned_reward`: the reward itself (batched ``[*lead]`` rewards);
+- :func:`load_learned_reward`: the reward itself (batched ``[*lead]`` rewards), a
+  :class:`SavedReward` whose inference runs on one torch thread whatever the process uses;
 - :func:`check_spaces`: whether it fits an environment.
 
 The wrappers that put it into an environment (``from_run``, ``learned_reward_env`` and RL
@@ -18,12 +19,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from gymnasium import spaces
 
 from prefrl.agents.reward_signal import LearnedReward
 from prefrl.rewards.io import load_reward_net, read_reward_normalizer
 from prefrl.rewards.nets import RewardNet
 from prefrl.storage.checkpoint import CheckpointDir, read_json
+from prefrl.threads import check_threads, torch_threads
 
 REWARD_FILE = "reward.safetensors"
 
@@ -33,6 +36,28 @@ run's final statistics, frozen, which is what its agent saw at the end; where th
 reward learned offline, a run from before they were saved, normalisation off) as ``running`` or
 ``off`` would. ``running``: scaled by a running root mean square, updated every step, from scratch.
 ``off``: the raw learned reward."""
+
+
+class SavedReward(LearnedReward):
+    """A finished run's :class:`LearnedReward` as other training code calls it, step by step: each
+    call runs on ``threads`` torch threads (default 1), then gives the process its own count back.
+
+    Per-step inference is a few small matrix products; a torch thread pool costs more in hand-offs
+    than it saves, and on a loaded machine each parallel operation waits for a descheduled thread.
+    The guard is per call, so the training code around it keeps its own threads (the agent's
+    threads are the training code's to set: ``torch.set_num_threads(1)`` or ``OMP_NUM_THREADS=1``,
+    see docs/integrations.md). ``threads=None`` leaves inference on the process's threads.
+    """
+
+    def __init__(
+        self, net: RewardNet, normalize: bool = True, update_stats: bool = True, threads: int | None = 1
+    ) -> None:
+        super().__init__(net, normalize=normalize, update_stats=update_stats)
+        self.threads = None if threads is None else check_threads(threads, "threads")
+
+    def raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> np.ndarray:
+        with torch_threads(self.threads):
+            return super().raw(obs, acts, next_obs, dones)
 
 
 def reward_file(source: str | Path) -> Path:
@@ -74,11 +99,12 @@ def saved_normalizer(path: Path) -> dict[str, Any] | None:
 
 
 def load_learned_reward(
-    source: str | Path, normalize: Normalize = "run", device: str = "cpu"
-) -> LearnedReward:
+    source: str | Path, normalize: Normalize = "run", device: str = "cpu", threads: int | None = 1
+) -> SavedReward:
     """The learned reward of a run directory or reward file ``source``, normalised per ``normalize``
     (see :data:`Normalize`); call it on a batch of transitions ``[*lead, ...]`` for
-    ``(rewards, raw rewards)``, both ``[*lead]``.
+    ``(rewards, raw rewards)``, both ``[*lead]``. Each call runs on ``threads`` torch threads
+    (``None``: the process's; see :class:`SavedReward`).
 
     Example:
         >>> import numpy as np, torch, tempfile
@@ -98,12 +124,13 @@ def load_learned_reward(
         raise ValueError(f"normalize={normalize!r}: choose run, running or off")
     path = reward_file(source)
     net = load_reward_net(path, device).eval()
-    reward = LearnedReward(net, normalize=normalize != "off", update_stats=False)
+    reward = SavedReward(net, normalize=normalize != "off", update_stats=False, threads=threads)
     reward.configure(fast=True)  # per-step batches on the NumPy path
     if normalize == "run":
         saved = saved_normalizer(path)
         if saved is not None and not saved.get("normalize", True):
-            return reward.configure(normalize=False)
+            reward.configure(normalize=False)
+            return reward
         if saved is not None:
             reward.normalizer.load_state_dict(saved)
             return reward
