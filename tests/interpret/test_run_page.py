@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +59,43 @@ def test_report_page_has_curves_labels_fresh_clips_video_and_pairs(
     labels = PreferenceDataset.load(run / "preferences.npz").labels
     assert f"<th>labels used</th><td>{len(labels)}</td>" in text
     assert "<th>tie share</th>" in text
+
+
+def test_both_accuracies_are_named_for_what_they_measure_in_one_format(
+    trained: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Issue 47: the page showed 0.918 in its summary and 83% under the fresh clips, unexplained."""
+    from prefrl.interpret.run_page import AGREEMENT, HELDOUT
+
+    run, _ = trained
+    assert prefrl_main(["report", str(run), "--out", str(tmp_path), "--no-video", "--pairs", "0"]) == 0
+    text = (tmp_path / "index.html").read_text()
+    heldout = json.loads((run / "report.json").read_text())["reward_accuracy"]
+    # the summary's number is report.json's (what prefrl train printed), as a percentage
+    assert f"<th>{HELDOUT}</th><td>{heldout:.1%}</td>" in text
+    assert "<th>reward accuracy</th>" not in text  # the old, unexplained row
+    summary = text.split("<section id='summary'>")[1].split("</section>")[0]
+    assert "true return" in summary.split(f"<p class='note'>{HELDOUT}:")[1]  # says what ranks the pairs
+    fresh = text.split("<section id='fresh'>")[1].split("</section>")[0]
+    cell = re.search(rf"<th>{AGREEMENT}</th><td>(\d+\.\d)%</td>", fresh)
+    assert cell is not None, fresh.split("<img")[0]  # same format: one decimal and a percent sign
+    assert f"<p class='note'>{AGREEMENT}:" in fresh and "true return" in fresh and HELDOUT in fresh
+    # every accuracy on the page is a percentage with one decimal: no bare 0.xyz fractions
+    tables = re.findall(r"<td>([^<]*)</td>", summary + fresh)
+    assert not [t for t in tables if re.fullmatch(r"0\.\d+", t)], tables
+
+
+def test_the_video_is_shown_at_least_400_pixels_wide(trained: tuple[Path, str]) -> None:
+    """Pendulum's frames, shrunk to 192 pixels high, made a 166-pixel video: too small to see."""
+    from prefrl.interpret.run_page import video_display_width
+
+    text = (trained[0] / "report" / "index.html").read_text()
+    width = re.search(r"<video src='policy.webm' width='(\d+)'", text)
+    assert width is not None and int(width.group(1)) >= 400, text[text.find("<video") :][:200]
+    assert int(width.group(1)) % 166 == 0  # a whole multiple of the encoded frames: crisp pixels
+    assert "image-rendering:pixelated" in text
+    assert video_display_width(166) == 498 and video_display_width(480) == 480
+    assert video_display_width(64) == 448 and video_display_width(400) == 400
 
 
 def test_no_video_and_no_pairs(trained: tuple[Path, str], tmp_path: Path) -> None:
@@ -117,8 +155,10 @@ def test_page_loads_in_chromium_without_console_errors(trained: tuple[Path, str]
             timeout=15_000,
         )
         sizes = page.evaluate("() => [...document.images].map(i => [i.alt, i.complete, i.naturalWidth])")
+        shown = page.evaluate("() => document.querySelector('video').getBoundingClientRect().width")
         ctx.close()
     assert not errors, errors
+    assert shown >= 400  # the 166-pixel frames are enlarged on screen
     assert [s[0] for s in sizes[:2]] == ["training curves", "learned vs true return"]
     assert len(sizes) >= 3 and all(done and width > 100 for _, done, width in sizes), sizes
 

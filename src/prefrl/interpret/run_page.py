@@ -54,12 +54,38 @@ VIDEO_FRAMES = 500
 (1,000 steps on MuJoCo and DMC tasks) keep every k-th frame at 30/k frames a second, so the
 video plays as long and half as many frames are rendered."""
 VIDEO_FPS = 30
+VIDEO_MIN_WIDTH = 400
+"""The page shows the video at least this many pixels wide: small frames (Pendulum's, shrunk to
+:attr:`PageConfig.frame_side`, are 167 pixels) are enlarged by a whole factor, pixelated."""
 
 
 def video_stride(steps: int) -> int:
     """Every how many steps a frame of a ``steps``-step episode goes into the video."""
     return max(1, math.ceil(steps / VIDEO_FRAMES))
 
+
+def video_display_width(frame_width: int) -> int:
+    """The width the page shows a video of ``frame_width``-pixel frames at: a whole multiple of
+    it, at least :data:`VIDEO_MIN_WIDTH` (the browser enlarges it, nearest-neighbour)."""
+    frame_width = max(1, frame_width)
+    return frame_width * max(1, math.ceil(VIDEO_MIN_WIDTH / frame_width))
+
+
+def percent(fraction: float | None) -> str:
+    """An accuracy as the page writes every accuracy: ``0.918`` -> ``91.8%``."""
+    return "n/a" if fraction is None or not math.isfinite(fraction) else f"{fraction:.1%}"
+
+
+HELDOUT = "reward accuracy on held-out pairs"
+"""The summary's accuracy: ``report.json``'s ``reward_accuracy``, the one ``prefrl train`` prints."""
+HELDOUT_NOTE = (
+    f"<p class='note'>{HELDOUT}: of fresh clip pairs drawn when training ended (random actions and "
+    "the final policy's sampled ones; ties left out), the share the learned reward orders as the true "
+    "return does (<code>reward_accuracy</code> in report.json, the accuracy <code>prefrl train</code> "
+    "reports).</p>"
+)
+AGREEMENT = "agreement with the teacher on these fresh pairs"
+"""The fresh-clips section's accuracy, on the page's own clips and ranked by the run's teacher."""
 
 PAGE_DIR = "report"
 """The page's folder inside the run directory: ``index.html`` and ``policy.webm``."""
@@ -183,12 +209,18 @@ def fresh_clips(
     frags, _ = sample_fragments(batch, cfg.clips, length, np.random.default_rng(cfg.seed), replace=True)
     pred = predicted_rewards(net, batch)[frags.window()]  # [N, L]
     learned = np.where(frags.absorbing(), 0.0, pred).sum(-1)
-    name = conf.get("teacher")
-    teacher = SyntheticTeacher(name if isinstance(name, str) and name in PRESETS else "oracle")
+    teacher = SyntheticTeacher(page_teacher(conf))
     return FreshClips(
         frags, ep_source[frags.episode], frags.returns(), learned, teacher.returns(frags), policy_frames,
         None if render else recorded,
     )  # fmt: skip
+
+
+def page_teacher(conf: dict[str, Any]) -> str:
+    """The synthetic teacher whose returns rank the page's fresh clips: the run's own preset, or
+    the oracle (true returns) for a run labelled by people or a custom teacher."""
+    name = conf.get("teacher")
+    return name if isinstance(name, str) and name in PRESETS else "oracle"
 
 
 def with_frames(
@@ -321,8 +353,8 @@ def _fmt(v: Any) -> str:
 STYLE = (
     "body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 1em;color:#222}"
     "img{max-width:100%;border:1px solid #ddd}th,td{padding:2px 12px;text-align:left}"
-    "th{font-weight:normal;color:#555}section{margin:2em 0}video{border:1px solid #ddd;max-width:100%}"
-    ".pair{margin:1em 0}"
+    "th{font-weight:normal;color:#555}section{margin:2em 0}video{border:1px solid #ddd;max-width:100%;"
+    "height:auto;image-rendering:pixelated}.pair{margin:1em 0}.note{color:#555;font-size:90%}"
 )
 
 
@@ -351,8 +383,14 @@ def write_run_page(cfg: PageConfig) -> Path:
         "agent": conf.get("agent", {}).get("algo"),
     }
     keys = ("true_return", "random_return", "reward_accuracy", "labels_used", "env_steps", "wall_s")
-    summary.update({k.replace("_", " "): _fmt(rep[k]) for k in keys if rep.get(k) is not None})
-    body.append("<section id='summary'><h2>Summary</h2>" + _table(summary) + "</section>")
+    for k in keys:
+        if rep.get(k) is not None:
+            accuracy = k == "reward_accuracy"
+            summary[HELDOUT if accuracy else k.replace("_", " ")] = (
+                percent(rep[k]) if accuracy else _fmt(rep[k])
+            )
+    note = HELDOUT_NOTE if HELDOUT in summary else ""
+    body.append("<section id='summary'><h2>Summary</h2>" + _table(summary) + note + "</section>")
 
     if (run / "metrics.csv").exists():
         png = plot_training_curves(run / "metrics.csv", out / "training.png")
@@ -375,19 +413,28 @@ def write_run_page(cfg: PageConfig) -> Path:
         net = load_reward_net(run / "reward.safetensors").eval()
         agent = load_policy(run, conf)
         clips, pairs, probs, acc = with_frames(cfg, conf, net, agent)
+        teacher = page_teacher(conf)
+        ranked_by = "the true return" if teacher == "oracle" else f"the {teacher} teacher's return"
         body.append(
             "<section id='fresh'><h2>Learned against true reward on fresh clips</h2>"
             f"<p>{len(clips.true)} clips of {clips.fragments.length} steps from {cfg.episodes} new "
-            "episodes of the final policy and of a random one. On pairs of them the learned reward "
-            f"agrees with the teacher's preference {acc:.0%} of the time.</p>"
+            "episodes of the final policy (its evaluation actions) and of a random one.</p>"
+            + _table({AGREEMENT: percent(acc)})
+            + f"<p class='note'>{AGREEMENT}: of {len(clips.true)} pairs of these clips (ties left "
+            f"out), the share the learned reward orders as {ranked_by} does. It is measured on other "
+            f"clips than the summary's {HELDOUT} (these episodes, the policy acting as when it is "
+            "evaluated), so the two numbers differ by sampling noise"
+            + (", and by what the teacher prefers over the true return" if teacher != "oracle" else "")
+            + ".</p>"
             f"<img alt='learned vs true return' src='{data_uri(plot_fresh_returns(clips))}'></section>"
         )
         if cfg.video and clips.policy_frames is not None:
             k = video_stride(len(clips.policy_frames))
             encode_video(np.asarray(clips.policy_frames[::k]), out / "policy.webm", fps=VIDEO_FPS / k)
+            width = video_display_width(clips.policy_frames.shape[2] // 2 * 2)  # encoded even
             body.append(
                 "<section id='video'><h2>The final policy</h2>"
-                "<video src='policy.webm' controls loop muted autoplay playsinline></video>"
+                f"<video src='policy.webm' width='{width}' controls loop muted autoplay playsinline></video>"
                 "</section>"
             )
         if len(pairs):
