@@ -12,7 +12,11 @@ carries. prefrl writes its ``policy.zip`` instead as two entries:
 
 Loading builds a fresh agent with :func:`~prefrl.agents.sb3.make_agent` from that config on the
 caller's environment and puts the tensors in place. A stable-baselines3 ``.zip`` (or anything
-else) is refused with one line; no entry of it is ever deserialised.
+else) is refused with one line; no entry of it is ever deserialised. A crafted file gets one line
+too, before anything is allocated: its JSON may nest at most :data:`MAX_JSON_DEPTH` deep, its
+entries have size caps, and the sizes its agent config asks for are checked against its tensors
+(network widths) and this machine's memory (replay and rollout buffers), see
+:func:`check_sizes`.
 """
 
 from __future__ import annotations
@@ -32,12 +36,16 @@ from safetensors.torch import save as save_tensors
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from prefrl.agents.policy_sizes import check_sizes
 from prefrl.agents.sb3 import AUTO, AgentConfig, make_agent, resolve_algo
+from prefrl.data.bounded_json import MAX_JSON_DEPTH, loads_bounded
 
 POLICY_FORMAT = "prefrl.policy"
 POLICY_VERSION = 1
 META_ENTRY, PARAMS_ENTRY = "prefrl_policy.json", "params.safetensors"
 MAX_META_BYTES = 16 << 20
+MAX_PARAMS_BYTES = 4 << 30
+"""Largest ``params.safetensors`` read (its size in the zip's directory, checked before reading)."""
 COUNTERS = {
     "num_timesteps": int,
     "_total_timesteps": int,
@@ -84,6 +92,8 @@ def unflatten_state(tensors: dict[str, torch.Tensor], values: dict[str, Any]) ->
     """The inverse of :func:`flatten_state`."""
     out: dict[Any, Any] = {}
     for path, value in [*tensors.items(), *values.items()]:
+        if path.count("/") >= MAX_JSON_DEPTH:
+            raise ValueError(f"state path {path[:80]!r}... is nested more than {MAX_JSON_DEPTH} deep")
         *parents, leaf = (int(p[1:]) if p.startswith("#") else p for p in path.split("/"))
         node = out
         for part in parents:
@@ -218,9 +228,10 @@ def read_policy(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
                         "prefrl.agents.save_agent (prefrl's own format)"
                     )
                 raise ValueError(f"not a prefrl policy (no {META_ENTRY})")
-            if z.getinfo(META_ENTRY).file_size > MAX_META_BYTES:
-                raise ValueError(f"{META_ENTRY} is larger than {MAX_META_BYTES} bytes")
-            meta = json.loads(z.read(META_ENTRY).decode())
+            for entry, cap in ((META_ENTRY, MAX_META_BYTES), (PARAMS_ENTRY, MAX_PARAMS_BYTES)):
+                if entry in names and z.getinfo(entry).file_size > cap:
+                    raise ValueError(f"{entry} is larger than {cap} bytes")
+            meta = loads_bounded(z.read(META_ENTRY))
             if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
                 raise ValueError(f"{META_ENTRY}: format is not {POLICY_FORMAT!r}")
             if meta.get("version") != POLICY_VERSION:
@@ -232,6 +243,10 @@ def read_policy(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise ValueError(f"{path}: not a readable policy file ({type(e).__name__}: {e})") from None
     except ValueError as e:  # json.JSONDecodeError included
         raise ValueError(f"{path}: {e}") from None
+    except MemoryError:
+        raise ValueError(
+            f"{path}: not a readable policy file (too large for this machine's memory)"
+        ) from None
     return meta, state
 
 
@@ -247,7 +262,7 @@ def file_config(meta: dict[str, Any]) -> AgentConfig:
     files or devices (:data:`UNSAFE_EXTRA`)."""
     fields = dict(_dict(meta, "agent"))
     try:
-        extra = json.loads(fields.get("extra", "{}"))
+        extra = loads_bounded(fields.get("extra", "{}"))
         if isinstance(extra, dict):
             fields["extra"] = json.dumps({k: v for k, v in extra.items() if k not in UNSAFE_EXTRA})
         fields["net_arch"] = list(fields.get("net_arch", [64, 64]))
@@ -281,6 +296,7 @@ def load_agent(
         cfg = dataclasses.replace(config or stored, algo=stored.algo, device=device)
         counters = _dict(meta, "counters")
         seed = meta.get("seed")
+        check_sizes(cfg, state, venv)  # before anything is allocated
         agent = make_agent(
             cfg,
             venv,
@@ -296,7 +312,7 @@ def load_agent(
         for k in COUNTERS:
             if k in counters:
                 setattr(agent, k, _counter(counters, k, None))
-    except (ValueError, TypeError, RuntimeError, KeyError, AttributeError) as e:
+    except (ValueError, TypeError, RuntimeError, KeyError, AttributeError, MemoryError) as e:
         msg = str(e).replace("\n", " ")
         for space in ("observation_space", "action_space"):  # the likely cause first: another environment
             theirs, ours = meta.get(space), str(getattr(venv, space))

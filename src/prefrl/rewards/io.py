@@ -3,6 +3,11 @@
 One ``.safetensors`` file holds the ``state_dict`` and, in its metadata, the JSON
 config needed to rebuild the network and, where a run wrote it, how the agent's reward was
 normalised (:func:`read_reward_normalizer`). Nothing is pickled.
+
+A crafted file gets one line naming it, not a traceback or a huge allocation: its JSON may nest
+at most :data:`~prefrl.data.bounded_json.MAX_JSON_DEPTH` deep, and the network its config
+describes is first built without storage (torch's ``meta`` device) and must have exactly the
+tensors the file holds before it is built for real.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 import prefrl
+from prefrl.data.bounded_json import loads_bounded
 from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.mlp import MLPReward
 from prefrl.rewards.nets import RewardNet
@@ -82,8 +88,17 @@ def _metadata(path: Path) -> dict[str, str]:
 def read_reward_normalizer(path: str | Path) -> dict[str, Any] | None:
     """The normalisation saved with a reward file by :func:`save_reward_net` (``None``: not saved,
     as in files written before it was, or by a run without an agent)."""
-    text = _metadata(Path(path)).get("normalizer")
-    return None if text is None else dict(json.loads(text))
+    path = Path(path)
+    text = _metadata(path).get("normalizer")
+    if text is None:
+        return None
+    try:
+        value = loads_bounded(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: metadata 'normalizer': {e}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: metadata 'normalizer' must be a JSON object")
+    return value
 
 
 def load_reward_net(path: str | Path, device: torch.device | str = "cpu") -> RewardNet:
@@ -96,7 +111,19 @@ def load_reward_net(path: str | Path, device: torch.device | str = "cpu") -> Rew
         raise ValueError(f"{path}: not a readable reward model ({e})") from e
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path}: not a prefrl reward model (format {meta.get('format')!r})")
-    net = build_reward_net(json.loads(meta["config"]))
+    try:
+        config = loads_bounded(meta.get("config", "null"))
+        if not isinstance(config, dict):
+            raise ValueError("metadata 'config' must be a JSON object")
+        with torch.device("meta"):  # shapes only, nothing allocated
+            probe = build_reward_net(config)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RuntimeError) as e:
+        msg = str(e).replace("\n", " ")[:300]
+        raise ValueError(f"{path}: not a readable reward model ({type(e).__name__}: {msg})") from None
+    mismatch = shape_mismatch(probe, state)
+    if mismatch:  # before the network is built with storage: a crafted config could ask for terabytes
+        raise ValueError(f"{path}: weights do not match the stored config ({mismatch})")
+    net = build_reward_net(config)
     for key, value in net.state_dict().items():  # files from before absorbing states: reward 0
         if key.endswith("absorbing_reward") and key not in state:
             state[key] = torch.zeros_like(value)
@@ -105,3 +132,16 @@ def load_reward_net(path: str | Path, device: torch.device | str = "cpu") -> Rew
     except RuntimeError as e:
         raise ValueError(f"{path}: weights do not match the stored config ({e})") from e
     return net.to(device)
+
+
+def shape_mismatch(net: RewardNet, state: dict[str, torch.Tensor]) -> str | None:
+    """How ``net``'s tensors differ from ``state``'s (one the file lacks, or another shape), or None."""
+    for key, value in net.state_dict().items():
+        if key not in state:
+            if key.endswith("absorbing_reward"):  # files from before absorbing states
+                continue
+            return f"the config has a tensor {key!r} the file lacks"
+        if tuple(state[key].shape) != tuple(value.shape):
+            theirs, ours = tuple(state[key].shape), tuple(value.shape)
+            return f"the config makes {key!r} of shape {ours}, the file's is {theirs}"
+    return None

@@ -4,7 +4,9 @@ No queries and no reward training: the agent trains ``--loop.total-steps`` envir
 RUN's reward (normalised as RUN's agent saw it, see :mod:`prefrl.agents.saved_reward`), then is
 evaluated on the true reward as ``prefrl train`` evaluates its own. The new run directory holds
 ``config.json``, the reward it trained on (``reward.safetensors``, so it is a source of its own),
-``policy.zip``, TensorBoard logs and ``report.json``.
+``policy.zip`` (prefrl's own format, :mod:`prefrl.agents.policy_io`, as ``prefrl train`` writes it:
+``prefrl evaluate``, ``prefrl rollouts``, ``--agent-path`` and ``prefrl report`` read it), TensorBoard
+logs and ``report.json``. Like ``prefrl train`` it runs on ``--threads`` torch CPU threads.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 
 from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
+from prefrl.agents.policy_io import save_agent
 from prefrl.agents.saved_reward import check_spaces, load_learned_reward, reward_file
 from prefrl.agents.sb3 import make_agent, make_vec_env
 from prefrl.rewards.io import save_reward_net
@@ -42,6 +45,7 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
     """Train an agent on ``cfg.reward_from``'s reward; writes the run directory, returns the report."""
 
     t0 = time.perf_counter()
+    torch.set_num_threads(max(1, cfg.threads))
     if cfg.resume is not None:
         raise ValueError("a --reward-from run keeps no checkpoints to resume: start it again")
     if cfg.trajectory_path is not None:
@@ -65,7 +69,7 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
     train_wall = time.perf_counter() - t_run
     state = {"normalize": reward.normalize, **reward.normalizer.state_dict()}
     save_reward_net(reward.net, run / "reward.safetensors", normalizer=state)
-    agent.save(str(run / "policy.zip"))
+    save_agent(agent, run / "policy.zip")  # prefrl's format: safetensors + JSON, nothing pickled
     rets = evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=env_kwargs)
     rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=env_kwargs)
     report: dict[str, Any] = {
