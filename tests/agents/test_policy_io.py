@@ -169,3 +169,108 @@ print(np.random.randint(1 << 30), "jax" in sys.modules)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     np.random.seed(3)  # noqa: NPY002 - the global generator is what is checked
     assert out.split() == [str(np.random.randint(1 << 30)), "False"]  # noqa: NPY002
+
+
+# ---------------------------------------------------------- crafted files: one line, nothing allocated
+def one_line(err: str, path: Path, *words: str) -> str:
+    """The CLI's stderr is one line naming ``path`` (and ``words``), without a traceback."""
+    lines = [x for x in err.strip().splitlines() if x]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert str(path) in lines[0] and all(w in lines[0] for w in words), err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def good_policies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Untrained policies in prefrl's format: SAC on Pendulum and PPO on CartPole (built, not trained)."""
+    root = tmp_path_factory.mktemp("good")
+    sac = make_agent(AgentConfig(algo="sac", net_arch=[8]), make_vec_env("Pendulum-v1"))
+    ppo = make_agent(
+        AgentConfig(algo="ppo", net_arch=[8], n_steps=64, batch_size=64), make_vec_env("CartPole-v1")
+    )
+    return {"sac": save_agent(sac, root / "sac.zip"), "ppo": save_agent(ppo, root / "ppo.zip")}
+
+
+def craft(
+    good: Path, out: Path, agent: dict[str, object] | None = None, meta_text: str | None = None
+) -> Path:
+    """``good`` with its metadata's agent config fields set from ``agent``, or all of its metadata
+    replaced by ``meta_text``; the tensors are kept."""
+    with zipfile.ZipFile(good) as z:
+        meta, params = json.loads(z.read("prefrl_policy.json")), z.read("params.safetensors")
+    meta["agent"].update(agent or {})
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("prefrl_policy.json", json.dumps(meta) if meta_text is None else meta_text)
+        z.writestr("params.safetensors", params)
+    return out
+
+
+def rollouts(policy: Path, tmp_path: Path, algo: str = "sac") -> list[str]:
+    env = "Pendulum-v1" if algo == "sac" else "CartPole-v1"
+    return ["rollouts", "--out", str(tmp_path / "t.npz"), "--env.id", env, "--algo", algo,
+            "--policy", str(policy), "--episodes", "1"]  # fmt: skip
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("algo", "agent", "meta_text", "words"),
+    [
+        ("sac", None, DEEP, ("JSON nested 100000 levels deep",)),  # was a RecursionError traceback
+        ("sac", {"extra": DEEP}, None, ("field 'agent'", "JSON nested 100000 levels deep")),
+        ("sac", {"buffer_size": 10**12}, None, ("buffer_size 1000000000000", "replay buffer")),  # 10.9 TiB
+        ("ppo", {"n_steps": 10**12}, None, ("n_steps 1000000000000", "rollout buffer")),
+        ("sac", {"net_arch": [10**12]}, None, ("net_arch", "1000000000000 units")),
+        ("sac", {"net_arch": [8] * 100_000}, None, ("net_arch", "larger than all tensors")),
+        ("ppo", {"extra": json.dumps({"policy_kwargs": {"net_arch": {"pi": [10**12], "vf": [8]}}})}, None,
+         ("extra.policy_kwargs.net_arch.pi", "1000000000000 units")),
+        ("sac", {"extra": json.dumps({"policy_kwargs": {"n_critics": 10**9}})}, None,
+         ("extra.policy_kwargs.n_critics is 1000000000",)),
+        ("sac", {"extra": json.dumps({"buffer_size": 10**12})}, None, ("buffer_size 1000000000000",)),
+    ],
+    ids=["deep-json", "deep-extra", "buffer", "n-steps", "width", "layers", "kwargs-width", "n-critics",
+         "extra-buffer"],
+)  # fmt: skip
+def test_crafted_policy_files_get_one_line_before_anything_is_allocated(
+    good_policies: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    algo: str,
+    agent: dict[str, object] | None,
+    meta_text: str | None,
+    words: tuple[str, ...],
+) -> None:
+    policy = craft(good_policies[algo], tmp_path / "crafted.zip", agent, meta_text)
+    assert main(rollouts(policy, tmp_path, algo)) == 2
+    one_line(capsys.readouterr().err, policy, *words)  # the checks' own words: refused before allocating
+    assert not (tmp_path / "t.npz").exists()
+
+
+def test_a_crafted_policy_in_a_run_gets_one_line_from_evaluate(
+    good_policies: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    conf = run_config.config_to_dict(run_config.TrainConfig())
+    conf["env"]["id"], conf["agent"]["algo"] = "Pendulum-v1", "sac"
+    (run / "config.json").write_text(json.dumps(conf))
+    policy = craft(good_policies["sac"], run / "policy.zip", {"buffer_size": 10**12})
+    assert main(["evaluate", str(run), "--episodes", "1"]) == 2
+    one_line(capsys.readouterr().err, policy, "buffer_size 1000000000000")
+    craft(good_policies["sac"], run / "policy.zip", meta_text=DEEP)
+    assert main(["evaluate", str(run), "--episodes", "1"]) == 2
+    one_line(capsys.readouterr().err, policy, "JSON nested 100000 levels deep")
+    assert not (run / "evaluation.json").exists()
+
+
+def test_crafted_state_paths_and_sizes_get_one_line(good_policies: dict[str, Path], tmp_path: Path) -> None:
+    with zipfile.ZipFile(good_policies["sac"]) as z:
+        meta = json.loads(z.read("prefrl_policy.json"))
+    meta["values"]["/".join(["a"] * 100_000)] = 1  # a path 100,000 deep: no nested dict that deep is built
+    policy = craft(good_policies["sac"], tmp_path / "deep_path.zip", meta_text=json.dumps(meta))
+    with pytest.raises(ValueError, match=r"deep_path\.zip: state path .* nested more than 32 deep") as e:
+        load_agent("sac", policy, make_vec_env("Pendulum-v1"))
+    assert "\n" not in str(e.value)
+    untouched = load_agent("auto", good_policies["sac"], make_vec_env("Pendulum-v1"))  # the checks pass it
+    assert untouched.policy.actor.latent_pi[0].out_features == 8

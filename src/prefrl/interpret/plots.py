@@ -250,12 +250,18 @@ def net_slice_rewards(net: RewardNet, obs: np.ndarray, acts: np.ndarray) -> np.n
 
 # ----------------------------------------------------------- training curves
 def read_metrics_csv(path: str | Path) -> dict[str, np.ndarray]:
-    """Numeric columns of a CSV (``[rows]`` float, NaN where empty); non-numeric ones are dropped."""
+    """Numeric columns of a CSV (``[rows]`` float, NaN where empty); non-numeric ones are dropped.
+    A file that is not a text CSV, or holds no numeric metric, is a one-line ``ValueError`` naming it."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such metrics file")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text CSV file") from None
+    except csv.Error as e:
+        raise ValueError(f"{path}: not a readable CSV file ({e})") from None
     if not rows:
         raise ValueError(f"{path}: no metric rows")
     out: dict[str, np.ndarray] = {}
@@ -272,6 +278,8 @@ def read_metrics_csv(path: str | Path) -> dict[str, np.ndarray]:
         else:
             if not all(math.isnan(v) for v in vals):
                 out[col] = np.asarray(vals, np.float64)
+    if not set(out) - {"step", "env_steps"}:
+        raise ValueError(f"{path}: no numeric metric columns (besides 'step')")
     return out
 
 
