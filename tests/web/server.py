@@ -89,7 +89,10 @@ class ThreadServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.store = QueryStore(store, clip_dir)
         app = create_app(self.store, **app_kwargs)  # type: ignore[arg-type]
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        # as `prefrl label` serves it: proxy headers are the app's business, not uvicorn's
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", proxy_headers=False
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

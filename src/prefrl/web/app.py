@@ -18,17 +18,19 @@ or the cookie set by ``POST /api/session``):
 - Admins: ``GET /api/admin/stats``, ``GET /api/admin/export?format=csv|json`` (both over the
   labels of the served run, or of every run).
 
-A client whose sign-ins fail ``max_failures`` times within ``failure_window_s`` seconds is
-answered 429 (with ``Retry-After``) until the window has passed, valid token or not.
+A valid token is always accepted. Wrong ones are counted per client address and in total
+(:mod:`prefrl.web.throttle`): past ``max_failures`` from one address or ``max_failures_total``
+from all within ``failure_window_s`` seconds, a wrong token is answered 429 (with
+``Retry-After``) instead of 401. The client address is the socket peer's; proxy headers are
+read only from the proxies named in ``forwarded_allow_ips`` (:mod:`prefrl.web.proxies`).
 
 Pages: ``/`` (labelling) and ``/admin``.
 """
 
 import json
 import re
-import threading
 import time
-from collections import deque
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
@@ -42,6 +44,8 @@ from prefrl.storage.runs import find_run
 from prefrl.storage.stats import export_csv, label_rows, label_stats
 from prefrl.storage.store import AlreadyLabelled, QueryClosed, QueryFilled, QueryStore, UnknownQuery, User
 from prefrl.web.pages import ADMIN_HTML, LABEL_HTML
+from prefrl.web.proxies import TrustedProxies
+from prefrl.web.throttle import FailedSignIns
 
 COOKIE = "prefrl_token"
 CLIP_NAME = re.compile(r"^(r[0-9]{1,12}-(ep-)?)?[0-9a-f]{32}\.webm$")  # r<run>-[ep-]<hex>, or older bare hex
@@ -115,34 +119,6 @@ async def _too_large(send: Send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class FailedSignIns:
-    """Counts failed sign-ins per client; :meth:`retry_after` > 0 while a client is throttled."""
-
-    def __init__(self, max_failures: int, window_s: float) -> None:
-        self.max_failures, self.window_s = max_failures, window_s
-        self._lock = threading.Lock()
-        self._seen: dict[str, deque[float]] = {}
-
-    def _recent(self, client: str, now: float) -> deque[float]:
-        times = self._seen.setdefault(client, deque())
-        while times and times[0] <= now - self.window_s:
-            times.popleft()
-        return times
-
-    def retry_after(self, client: str) -> float:
-        now = time.monotonic()
-        with self._lock:
-            times = self._recent(client, now)
-            return 0.0 if len(times) < self.max_failures else times[0] + self.window_s - now
-
-    def failed(self, client: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            if len(self._seen) > 10_000:
-                self._seen.clear()
-            self._recent(client, now).append(now)
-
-
 class RunScope:
     """The run a server serves: by its id or title (the newest run of that title), looked up
     again every few seconds until found, so a server may start before its run; ``None``: all."""
@@ -169,28 +145,42 @@ def create_app(
     lease_s: float = 30.0,
     max_failures: int = 10,
     failure_window_s: float = 60.0,
+    max_failures_total: int = 100,
+    forwarded_allow_ips: str | Iterable[str] | None = None,
+    proxy_header: str = "x-forwarded-for",
 ) -> FastAPI:
     """The labelling app over ``store``; ``run`` (a run's id or title) limits it to that run's
-    queries, clips, stats and export (default: every run)."""
+    queries, clips, stats and export (default: every run).
+
+    ``forwarded_allow_ips`` (addresses or networks, e.g. ``"10.0.0.1,127.0.0.1"``) names the
+    reverse proxies whose ``proxy_header`` (``x-forwarded-for`` or ``forwarded``) gives the
+    client's address; by default none: the socket peer is the client. Serve the app with
+    the ASGI server's own proxy-header handling off (uvicorn: ``proxy_headers=False``), as
+    ``prefrl label`` does, or the peer it reports may already come from a header."""
     app = FastAPI(
         title="prefrl labelling", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json"
     )
     scope = RunScope(store, run)
-    failures = FailedSignIns(max_failures, failure_window_s)
+    failures = FailedSignIns(max_failures, failure_window_s, max_failures_total)
+    proxies = TrustedProxies.parse(forwarded_allow_ips, proxy_header)
 
     def check_token(request: Request, token: str) -> User:
-        """The token's labeller; 429 while this client is throttled, 401 (counted) if unknown."""
-        client = request.client.host if request.client is not None else "?"
-        wait = failures.retry_after(client)
-        if wait > 0:
-            raise HTTPException(
-                429, "too many failed sign-ins: try again later", {"Retry-After": str(max(1, round(wait)))}
-            )
+        """The token's labeller. A wrong (unknown or expired) token is counted against its
+        client: 401, or 429 while that client or the whole server is over its limit."""
         user = store.user_for_token(token) if len(token) <= MAX_TOKEN else None
-        if user is None:
-            failures.failed(client)
-            raise HTTPException(401, "unknown or expired token", {"WWW-Authenticate": "Bearer"})
-        return user
+        if user is not None:
+            return user
+        client = proxies.client(request.client.host if request.client else "", request.headers.items())
+        wait = failures.retry_after(client)
+        failures.failed(client)
+        if wait > 0:
+            who = "on this server" if failures.server_wide() else "from your address"
+            raise HTTPException(
+                429,
+                f"too many failed sign-ins {who}: try again later",
+                {"Retry-After": str(max(1, round(wait)))},
+            )
+        raise HTTPException(401, "unknown or expired token", {"WWW-Authenticate": "Bearer"})
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
