@@ -3,6 +3,7 @@
 Subcommands::
 
     prefrl label [serve] --store PATH_OR_URL [--port 8000] [--host 127.0.0.1] [--run ID_OR_NAME]
+                         [--forwarded-allow-ips IPS [--proxy-header x-forwarded-for|forwarded]]
     prefrl label add-user --store PATH_OR_URL NAME [--admin] [--expires-days D]
     prefrl label renew --store PATH_OR_URL NAME [--expires-days D]
     prefrl label revoke --store PATH_OR_URL NAME
@@ -10,7 +11,8 @@ Subcommands::
     prefrl label export --store PATH_OR_URL [--format csv|json] [--out FILE] [--run ID_OR_NAME]
 
 ``--run`` takes a run's id (printed by ``prefrl train``, in ``RUN/config.json``) or its
-folder's name (then the newest run of that name).
+folder's name (then the newest run of that name). ``--expires-days`` is a positive, finite
+number of days, at most :data:`MAX_EXPIRES_DAYS` (leave it out for a token that never expires).
 """
 
 from __future__ import annotations
@@ -19,10 +21,54 @@ import argparse
 import json
 import sys
 import time
+from typing import NoReturn
 
 from prefrl.storage.store import QueryStore, StoreError
 
 SUBCOMMANDS = ("serve", "add-user", "renew", "revoke", "users", "export")
+MAX_EXPIRES_DAYS = 36_500.0  # 100 years: beyond that, leave --expires-days out (never expires)
+
+
+def expires_days(text: str) -> float:
+    """``--expires-days``: a positive, finite number of days, at most :data:`MAX_EXPIRES_DAYS`."""
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
+    if not 0 < days <= MAX_EXPIRES_DAYS:  # NaN fails too
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of days, at most {MAX_EXPIRES_DAYS:.0f} (leave it out for a token "
+            f"that never expires), got {text!r}"
+        )
+    return days
+
+
+def forwarded_allow_ips(text: str) -> str:
+    """``--forwarded-allow-ips``: comma-separated IP addresses or networks."""
+    from prefrl.web.proxies import TrustedProxies
+
+    try:
+        TrustedProxies.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def expiry_text(expires: float | None) -> str:
+    """`` until <local time>`` for a stored expiry, whatever is stored (NaN, infinities, huge)."""
+    if expires is None:
+        return ""
+    try:
+        return " until " + time.strftime("%Y-%m-%d %H:%M", time.localtime(expires))
+    except (OverflowError, OSError, ValueError):  # inf, 1e300, NaN: time cannot show them
+        return " until after the year 9999" if expires > 0 else f" (invalid expiry {expires!r} in the store)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (naming the option), then exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _store_args(p: argparse.ArgumentParser) -> None:
@@ -34,7 +80,7 @@ def _store_args(p: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser, with one sub-parser per subcommand."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="prefrl label",
         description="Serve the labelling web app over a query store, or manage its labellers. "
         "Without a subcommand, `serve` is assumed.",
@@ -66,16 +112,40 @@ def parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds a shown query is reserved for its labeller (default: 30)",
     )
+    s.add_argument(
+        "--forwarded-allow-ips",
+        type=forwarded_allow_ips,
+        default=None,
+        help="reverse proxies (comma-separated addresses or networks, e.g. 10.0.0.1,127.0.0.1) whose "
+        "--proxy-header gives the client's address for the sign-in throttle (default: none, the "
+        "connecting address is the client's; headers from anyone else are ignored)",
+    )
+    s.add_argument(
+        "--proxy-header",
+        choices=("x-forwarded-for", "forwarded"),
+        default="x-forwarded-for",
+        help="the header those proxies set; the other is ignored (default: x-forwarded-for)",
+    )
     s.add_argument("--log-level", default="warning", help="uvicorn log level (default: warning)")
     a = sub.add_parser("add-user", help="create a labeller and print its sign-in token")
     _store_args(a)
     a.add_argument("name", help="labeller name (unique)")
     a.add_argument("--admin", action="store_true", help="may see the admin page and export labels")
-    a.add_argument("--expires-days", type=float, default=None, help="token expiry (default: never)")
+    a.add_argument(
+        "--expires-days",
+        type=expires_days,
+        default=None,
+        help="token valid this many days (default: never expires)",
+    )
     n = sub.add_parser("renew", help="give a labeller a new token (the old one stops working)")
     _store_args(n)
     n.add_argument("name", help="labeller name")
-    n.add_argument("--expires-days", type=float, default=None, help="token expiry (default: never)")
+    n.add_argument(
+        "--expires-days",
+        type=expires_days,
+        default=None,
+        help="token valid this many days (default: never expires)",
+    )
     r = sub.add_parser("revoke", help="make a labeller's token invalid now (its labels stay)")
     _store_args(r)
     r.add_argument("name", help="labeller name")
@@ -123,12 +193,8 @@ def main(argv: list[str]) -> int:
         for u in user_rows(store):
             role = "admin" if u["is_admin"] else "labeller"
             state = "active" if u["active"] else "revoked or expired"
-            until = (
-                ""
-                if u["expires"] is None
-                else " until " + time.strftime("%Y-%m-%d %H:%M", time.localtime(u["expires"]))
-            )
-            print(f"{u['name']}\t{role}\t{u['labels']} labels\ttoken {state}{until if u['active'] else ''}")
+            until = expiry_text(u["expires"]) if u["active"] else ""
+            print(f"{u['name']}\t{role}\t{u['labels']} labels\ttoken {state}{until}")
         return 0
     if args.command == "export":
         from prefrl.storage.runs import find_run
@@ -147,7 +213,7 @@ def main(argv: list[str]) -> int:
                 f.write(text)
             print(f"wrote {len(rows)} labels to {args.out}", file=sys.stderr)
         return 0
-    return serve(store, args.host, args.port, args.run, args.max_body, args.lease, args.log_level)
+    return serve(store, args)
 
 
 def _token_command(store: QueryStore, args: argparse.Namespace) -> int:
@@ -175,15 +241,23 @@ def _token_command(store: QueryStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def serve(
-    store: QueryStore, host: str, port: int, run: str | None, max_body: int, lease: float, log: str
-) -> int:
+def serve(store: QueryStore, args: argparse.Namespace) -> int:
     """Run the app under uvicorn until interrupted."""
     import uvicorn
 
     from prefrl.web.app import create_app
 
-    app = create_app(store, run=run, max_body=max_body, lease_s=lease)
-    print(f"prefrl labelling on http://{host}:{port}/ (store {store.where})", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log)
+    app = create_app(
+        store,
+        run=args.run,
+        max_body=args.max_body,
+        lease_s=args.lease,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        proxy_header=args.proxy_header,
+    )
+    where = f"http://{args.host}:{args.port}/"
+    print(f"prefrl labelling on {where} (store {store.where})", file=sys.stderr, flush=True)
+    # proxy headers are the app's business (only from --forwarded-allow-ips): uvicorn's own
+    # handling would believe X-Forwarded-For from 127.0.0.1 (or $FORWARDED_ALLOW_IPS) by default
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, proxy_headers=False)
     return 0

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 import time
@@ -511,6 +512,8 @@ class QueryStore(StoreDatabase):
         name = name.strip()
         if not name or len(name) > 100:
             raise ValueError(f"a labeller name must have 1 to 100 characters, got {name!r}")
+        if expires_in_s is not None and not -math.inf < expires_in_s < math.inf:
+            raise ValueError(f"a token's lifetime must be a finite number of seconds, got {expires_in_s}")
         token = secrets.token_urlsafe(24)
         now = time.time()
         try:
@@ -544,7 +547,7 @@ class QueryStore(StoreDatabase):
                     self._tokens.clear()
                 self._tokens[key] = hit
         expires = hit[2]
-        return None if expires is not None and expires < now else hit[1]
+        return None if expires is not None and not expires >= now else hit[1]  # NaN: expired
 
     def users(self) -> list[User]:
         """Every labeller."""

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from typing import Any
@@ -45,8 +46,8 @@ def revoke(store: QueryStore, name: str) -> bool:
 def renew(store: QueryStore, name: str, expires_in_s: float | None = None) -> str:
     """Give labeller ``name`` a new token (the old one stops working), valid ``expires_in_s``
     seconds (``None``: until revoked); returns it. Raises ``StoreError`` for an unknown name."""
-    if expires_in_s is not None and not expires_in_s > 0:
-        raise ValueError(f"a token must be valid for a positive time, got {expires_in_s} s")
+    if expires_in_s is not None and not 0 < expires_in_s < math.inf:
+        raise ValueError(f"a token must be valid for a positive, finite time, got {expires_in_s} s")
     token = secrets.token_urlsafe(24)
     now = time.time()
     with store.write() as c:
