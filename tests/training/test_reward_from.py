@@ -1,15 +1,23 @@
-"""``prefrl train --reward-from RUN``: a finished run's reward, frozen, trains a new agent; and a run
-keeps, with its reward, the normalisation its agent saw at the end."""
+"""``prefrl train --reward-from RUN``: a finished run's reward, frozen, trains a new agent, saved in
+prefrl's own policy format (``prefrl evaluate``, ``prefrl rollouts`` and ``prefrl report`` read it),
+on ``--threads`` threads; and a run keeps, with its reward, the normalisation its agent saw at the end."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 
+from prefrl.agents.policy_io import read_policy
 from prefrl.cli.main import main
 from prefrl.rewards.io import load_reward_net, read_reward_normalizer
+from prefrl.run.config import parse_args
+from prefrl.run.train import train
 from prefrl.storage.checkpoint import CheckpointDir
 
 TINY = ["--agent.algo", "ppo", "--agent.n-steps", "64", "--agent.batch-size", "32", "--eval-episodes", "1",
@@ -21,7 +29,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("src") / "run"
     args = ["train", "--env.id", "CartPole-v1", "--run-dir", str(run), "--loop.total-steps", "400",
             "--loop.initial-steps", "100", "--loop.iterations", "2", "--loop.total-labels", "6",
-            *TINY]  # fmt: skip
+            "--no-page", *TINY]  # fmt: skip
     assert main(args) == 0
     return run
 
@@ -33,13 +41,21 @@ def test_a_run_saves_the_final_normalisation_with_its_reward(source: Path) -> No
     assert saved == {"normalize": True, **final} and saved["count"] > 0
 
 
+@pytest.fixture(scope="module")
+def agent_run(source: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A ``--reward-from`` run of ``source`` through the CLI, its page included: (run, stdout, stderr)."""
+    out, stdout, stderr = tmp_path_factory.mktemp("agent") / "agent", io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["train", "--reward-from", str(source), "--run-dir", str(out),
+                     "--loop.total-steps", "256", *TINY])  # fmt: skip
+    assert code == 0, stderr.getvalue()
+    return out, stdout.getvalue(), stderr.getvalue()
+
+
 def test_reward_from_trains_only_an_agent_on_the_frozen_reward(
-    source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    source: Path, agent_run: tuple[Path, str, str]
 ) -> None:
-    out = tmp_path / "agent"
-    assert main(["train", "--reward-from", str(source), "--run-dir", str(out), "--loop.total-steps", "256",
-                 *TINY]) == 0  # fmt: skip
-    text = capsys.readouterr().out
+    out, text, _ = agent_run
     assert f"reward from                 : {source}" in text and "labels used" not in text
     report = json.loads((out / "report.json").read_text())
     assert report["env"] == "CartPole-v1"  # the source run's environment, not --env.id's default
@@ -63,3 +79,45 @@ def test_reward_from_a_run_without_a_reward_is_a_clear_error(
     assert main(["train", "--reward-from", str(tmp_path / "early"), "--run-dir", str(tmp_path / "x")]) == 2
     assert "without a reward.safetensors" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_reward_from_saves_prefrls_policy_format_that_every_reader_takes(
+    agent_run: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, _, err = agent_run
+    policy = out / "policy.zip"
+    # prefrl's format (safetensors + JSON), not stable-baselines3's pickled zip (data, policy.pth, ...)
+    assert set(zipfile.ZipFile(policy).namelist()) == {"prefrl_policy.json", "params.safetensors"}
+    meta, state = read_policy(policy)
+    report = json.loads((out / "report.json").read_text())
+    assert (
+        meta["algo"] == "ppo" and meta["counters"]["num_timesteps"] == report["env_steps"] and state["torch"]
+    )
+    # prefrl train wrote the run's page, which loads the policy to film it
+    assert "warning" not in err and report["files"]["page"] == str(out / "report" / "index.html")
+    assert "<video src='policy.webm'" in (out / "report" / "index.html").read_text()
+    assert main(["evaluate", str(out), "--episodes", "2"]) == 0
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    assert evaluation["env"] == "CartPole-v1" and evaluation["true_return"] > 0
+    page = tmp_path / "page"
+    assert (
+        main(["report", str(out), "--out", str(page), "--pairs", "0", "--episodes", "1", "--clips", "20"])
+        == 0
+    )
+    assert (
+        "<video src='policy.webm'" in (page / "index.html").read_text()
+        and (page / "policy.webm").stat().st_size
+    )
+    args = ["rollouts", "--out", str(tmp_path / "t.npz"), "--env.id", "CartPole-v1", "--algo", "ppo",
+            "--policy", str(policy), "--episodes", "1"]  # fmt: skip
+    assert main(args) == 0 and (tmp_path / "t.npz").exists()
+    assert "error" not in capsys.readouterr().err
+
+
+def test_reward_from_runs_on_threads(source: Path, tmp_path: Path) -> None:
+    """Like prefrl train, from Python too (the CLI sets threads for the process anyway)."""
+    assert torch.get_num_threads() == 1  # tests/conftest.py
+    cfg = parse_args(["--reward-from", str(source), "--run-dir", str(tmp_path / "agent"),
+                      "--loop.total-steps", "64", "--threads", "2", *TINY])  # fmt: skip
+    report = train(cfg)
+    assert report["env_steps"] >= 64 and torch.get_num_threads() == 2
