@@ -42,10 +42,15 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_runs(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     nb = nbformat.read(path, as_version=4)
     parameters_cell(nb).source = SHORT[path.name]
-    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")  # Pendulum renders frames for the page, off-screen
+    # the kernel starts as on a headless server: no display, no SDL driver chosen (other tests may
+    # have set one in this process), no XDG_RUNTIME_DIR; prefrl must render Pendulum off-screen
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "SDL_VIDEODRIVER", "SDL_AUDIODRIVER"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
     client = nbclient.NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
@@ -55,6 +60,11 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "=== prefrl train: report ===" in text and "pearson" in text
+    # issue 47: SDL probed for a display when Pendulum rendered the page's frames and printed
+    # "error: XDG_RUNTIME_DIR is invalid or not set in the environment." into the last cell (the
+    # kernel forwards its C-level stderr to the cell, or, when the cell has ended, to its own)
+    kernel_err = capfd.readouterr().err
+    assert "XDG_RUNTIME_DIR" not in text + kernel_err, (text + kernel_err)[-2000:]
     assert sum("image/png" in o.get("data", {}) for o in outputs) == 3  # curves, reward curves, slice
     page = tmp_path / "runs" / "pendulum-notebook" / "report" / "index.html"
     assert page.exists() and "runs/pendulum-notebook/report/index.html" in text

@@ -62,3 +62,37 @@ def test_a_users_backend_or_display_is_kept(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("MUJOCO_GL")
     monkeypatch.setenv("DISPLAY", ":0")
     assert headless.choose_mujoco_renderer() is None and "MUJOCO_GL" not in os.environ
+
+
+PENDULUM = """
+from prefrl.agents.sb3 import make_env
+env = make_env("Pendulum-v1", render=True)
+env.reset(seed=0)
+frame = env.render()
+env.close()
+import os
+print(os.environ["SDL_VIDEODRIVER"], frame.shape, float(frame.std()))
+"""
+
+
+def test_pygame_tasks_render_off_screen_from_the_library_too() -> None:
+    """Issue 47: only the CLI chose SDL's dummy driver; from Python (a notebook) Pendulum's first
+    frame printed "error: XDG_RUNTIME_DIR is invalid or not set in the environment."."""
+    env = {k: v for k, v in os.environ.items() if k not in (*UNSET, "XDG_RUNTIME_DIR", "SDL_VIDEODRIVER")}
+    out = subprocess.run(
+        [sys.executable, "-c", PENDULUM], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    driver, *_, std = out.stdout.split()
+    assert driver == "dummy" and float(std) > 0
+    assert "XDG_RUNTIME_DIR" not in out.stderr, out.stderr
+
+
+def test_a_users_sdl_driver_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("SDL_AUDIODRIVER", raising=False)  # restored afterwards
+    monkeypatch.setenv("SDL_VIDEODRIVER", "offscreen")
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    assert headless.choose_headless_renderers() == "osmesa"
+    assert os.environ["SDL_VIDEODRIVER"] == "offscreen" and not headless.choose_sdl_dummy_drivers()

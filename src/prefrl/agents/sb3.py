@@ -29,7 +29,8 @@ from prefrl.config_types import OptFloat
 from prefrl.data.trajectories import load_npz_checked
 from prefrl.envs.atari import is_atari_id, make_atari_env, register_ale, use_atari_preprocessing
 from prefrl.envs.dmc import FlattenBoxDict, is_box_dict, is_dmc_id, register_dmc
-from prefrl.envs.headless import choose_mujoco_renderer
+from prefrl.envs.headless import choose_headless_renderers
+from prefrl.envs.mujoco_log import route_mujoco_warnings
 from prefrl.rewards.spaces import is_image_space
 
 ALGOS: dict[str, type[BaseAlgorithm]] = {"sac": SAC, "td3": TD3, "dqn": DQN, "ppo": PPO, "a2c": A2C}
@@ -147,7 +148,8 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool
     ``Box`` arrays (DeepMind Control's ``dm_control/...`` tasks) become one ``float32`` vector
     (:class:`prefrl.envs.dmc.FlattenBoxDict`). With ``render``, ``render()`` returns
     ``rgb_array`` frames, headless where there is no display
-    (:func:`prefrl.envs.headless.choose_mujoco_renderer`).
+    (:func:`prefrl.envs.headless.choose_headless_renderers`). MuJoCo's warnings go to Python
+    logging (:func:`prefrl.envs.mujoco_log.route_mujoco_warnings`), not to ``MUJOCO_LOG.TXT``.
     """
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
@@ -155,9 +157,10 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool
     hide_score = bool(kwargs.pop("hide_score", False))
     if render:
         kwargs["render_mode"] = "rgb_array"
-        choose_mujoco_renderer()  # MuJoCo tasks on a server: EGL or OSMesa, not a window
+        choose_headless_renderers()  # on a server: SDL's dummy driver, EGL or OSMesa for MuJoCo
     if hide_score and not is_atari_id(env_id):
         raise ValueError(f"hide_score blanks the score strip of Atari frames; {env_id!r} is not an ALE game")
+    route_mujoco_warnings()  # before a MuJoCo model is compiled
     try:
         if is_atari_id(env_id):
             return make_atari_env(env_id, kwargs, preprocessing=preprocessing, hide_score=hide_score)

@@ -7,10 +7,9 @@ options are typed dataclasses turned into ``--help`` by tyro.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 
-from prefrl.envs.headless import choose_mujoco_renderer, has_display
+from prefrl.envs.headless import choose_headless_renderers
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("prefrl.cli.train", "train an agent and a reward model from preferences"),
@@ -38,11 +37,9 @@ def headless_rendering() -> None:
     """Without a display, render environments off-screen: pygame-based ones (Pendulum,
     CartPole…) would otherwise print SDL's "XDG_RUNTIME_DIR is invalid" error when they
     draw frames for clips, and MuJoCo ones (HalfCheetah, DeepMind Control) could not open a
-    window: they get EGL or OSMesa (:func:`prefrl.envs.headless.choose_mujoco_renderer`). An
+    window: they get EGL or OSMesa (:func:`prefrl.envs.headless.choose_headless_renderers`). An
     explicit ``SDL_VIDEODRIVER`` or ``MUJOCO_GL`` is kept."""
-    if sys.platform.startswith("linux") and not has_display():
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        choose_mujoco_renderer()
+    choose_headless_renderers()
 
 
 def main(argv: list[str] | None = None) -> int:

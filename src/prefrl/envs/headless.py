@@ -1,4 +1,12 @@
-"""A headless MuJoCo renderer where there is no display.
+"""Headless renderers where there is no display: SDL's dummy drivers, EGL or OSMesa for MuJoCo.
+
+Gymnasium's classic-control and Box2D environments (Pendulum, CartPole, LunarLander) draw their
+frames with pygame, that is SDL. Without a display SDL still probes its video back-ends (X11,
+then Wayland, which looks for ``XDG_RUNTIME_DIR``) and prints "error: XDG_RUNTIME_DIR is
+invalid or not set in the environment." on the first frame: into every notebook cell that
+renders, and first thing in a headless ``prefrl train``. SDL's ``dummy`` video (and audio)
+driver draws off-screen without probing; :func:`choose_headless_renderers` picks it, with the
+MuJoCo back-end below, wherever prefrl asks an environment for frames.
 
 MuJoCo tasks render through an OpenGL context: GLFW (a window) unless ``MUJOCO_GL`` names
 another backend. On a server without a display GLFW cannot start, and Gymnasium's MuJoCo
@@ -13,6 +21,7 @@ always wins, and with a display MuJoCo's default (GLFW) is kept.
 from __future__ import annotations
 
 import os
+import sys
 
 
 def has_display() -> bool:
@@ -30,3 +39,25 @@ def choose_mujoco_renderer() -> str | None:
     os.environ["MUJOCO_GL"] = "egl" if ctypes.util.find_library("EGL") else "osmesa"
     os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
     return os.environ["MUJOCO_GL"]
+
+
+def choose_sdl_dummy_drivers() -> bool:
+    """On Linux without a display, render pygame (SDL) environments off-screen: set
+    ``SDL_VIDEODRIVER`` and ``SDL_AUDIODRIVER`` to ``dummy`` unless the user set them.
+    Returns whether the dummy video driver is in use. SDL reads them when pygame's display
+    starts, at an environment's first ``render()``."""
+    if sys.platform.startswith("linux") and not has_display():
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    return os.environ.get("SDL_VIDEODRIVER") == "dummy"
+
+
+def choose_headless_renderers() -> str | None:
+    """Before frames are asked of an environment, on Linux without a display: SDL's dummy
+    drivers for pygame-based ones (:func:`choose_sdl_dummy_drivers`) and a headless MuJoCo
+    back-end (:func:`choose_mujoco_renderer`). Returns the MuJoCo back-end in use (``None``:
+    MuJoCo's default). A user's own settings, a display, macOS and Windows are left alone."""
+    if not sys.platform.startswith("linux"):
+        return os.environ.get("MUJOCO_GL")
+    choose_sdl_dummy_drivers()
+    return choose_mujoco_renderer()

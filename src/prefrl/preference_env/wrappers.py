@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from prefrl.envs.headless import choose_mujoco_renderer
+from prefrl.envs.headless import choose_headless_renderers
 from prefrl.preference_env.config import RENAMED_OPTIONS, PreferenceEnvConfig
 from prefrl.preference_env.env_process import ObsTransform, PreferenceCore
 from prefrl.rewards.nets import RewardNet
@@ -164,7 +164,7 @@ class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
                 f"got {env.render_mode!r}"
             )
         if c.record == "frames" or c.wants_frames:
-            choose_mujoco_renderer()  # before the first frame: MuJoCo tasks on a server
+            choose_headless_renderers()  # before the first frame: pygame and MuJoCo tasks on a server
         self._core = PreferenceCore(1, env.action_space, c, reward_net, obs_transform)
         self._finalizer = weakref.finalize(self, self._core.close)
 
@@ -247,7 +247,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         if (c.record == "frames" or c.wants_frames) and env.render_mode != "rgb_array":
             raise ValueError("record='frames' / record_frames needs render_mode='rgb_array'")
         if c.record == "frames" or c.wants_frames:
-            choose_mujoco_renderer()  # sync vector envs render here; async workers need MUJOCO_GL set first
+            choose_headless_renderers()  # sync vector envs render here; async workers need it set first
         self._core = PreferenceCore(env.num_envs, env.single_action_space, c, reward_net, obs_transform)
         self._finalizer = weakref.finalize(self, self._core.close)
         self._needs_reset = np.zeros(env.num_envs, bool)
