@@ -70,7 +70,9 @@ def hops(header: str, values: Sequence[str]) -> list[str]:
 
 def _split_elements(value: str) -> list[str]:
     """``Forwarded`` elements: split at commas outside quoted strings."""
-    parts, cur, quoted, escaped = [], [], False, False
+    parts: list[str] = []
+    cur: list[str] = []
+    quoted = escaped = False
     for ch in value:
         if escaped:
             escaped = False
