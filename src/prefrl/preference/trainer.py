@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from prefrl.config_types import OptFloat
+from prefrl.config_types import OptFloat, OptInt
 from prefrl.data.arrays import obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, random_pairs, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.allocator import keep_freed_memory
+from prefrl.preference.augment import random_shift
 from prefrl.preference.model import preference_logits, preference_loss, preference_metrics
 from prefrl.preference.optim import FlatAdamW, FlatParameters
 from prefrl.preference.self_predictive import SelfPredictiveConfig
@@ -77,6 +78,17 @@ class RewardTrainerConfig:
     """Seed of the trainer's own random generator (batch order, bootstrap)."""
     keep_freed_memory: bool = True
     """Tune glibc to reuse freed tensor memory instead of returning it to the OS (faster steps)."""
+    max_steps: OptInt = None
+    """Most optimiser steps per call to train() (the loop's first call: initial_epoch_multiplier
+    times as many); fewer epochs are run where the cap binds. None: epochs alone decide. For image
+    rewards, where fitting 50 epochs over every label at every update costs far more than the
+    agent (Atari: 89% of a run's time), a cap keeps the reward's compute bounded per update
+    while the network, kept from update to update, goes on learning."""
+    image_shift: int = 0
+    """Random-shift augmentation of image rewards (RAD, DrQ): every training clip is shifted by a
+    random offset of up to this many pixels on each axis (edges repeated), one offset per clip and
+    ensemble member, so the reward cannot key on exact pixel positions. 0: off (vector rewards:
+    must be 0)."""
     crop_min_frac: float = 1.0
     """Temporal crop (SURF): each training comparison scores a random window of its two clips,
     of one length drawn in [crop_min_frac * L, L] and a start drawn per clip; 1.0: off."""
@@ -130,6 +142,10 @@ class RewardTrainerConfig:
             )
         if self.epochs <= 0:
             raise ValueError(f"epochs must be positive, got {self.epochs}")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1 (or None: no cap), got {self.max_steps}")
+        if self.image_shift < 0:
+            raise ValueError(f"image_shift must be >= 0 pixels, got {self.image_shift}")
         if not 0.0 <= self.error_rate < 1.0:
             raise ValueError(f"error_rate must lie in [0, 1), got {self.error_rate}")
         if not 0.0 <= self.label_smoothing < 1.0:
@@ -294,6 +310,14 @@ class RewardTrainer:
         steps_per_epoch = math.ceil(n / b)
         total_epochs = c.epochs * epoch_multiplier
         total_steps = max(1, round(total_epochs * steps_per_epoch))
+        if c.max_steps is not None:
+            total_steps = min(total_steps, max(1, round(c.max_steps * epoch_multiplier)))
+            total_epochs = total_steps / steps_per_epoch
+        if c.image_shift and "img" not in feats:
+            raise ValueError(
+                f"image_shift={c.image_shift} shifts the frames of image rewards; this reward network "
+                f"({type(net).__name__}) reads no images: set image_shift to 0"
+            )
         chunk = max(1, b // c.grad_accum_steps)
         net.train()
         loss_sum = torch.zeros(e, device=dev)
@@ -323,7 +347,11 @@ class RewardTrainer:
                 self.flat.zero_grad()
                 for k in range(0, batch.shape[-1], chunk):
                     idx = batch[..., k : k + chunk]
-                    rews = net.score(gather(feats, pairs[idx]), per_member=per_member)  # [E, *, 2, L]
+                    batch_feats = gather(feats, pairs[idx])  # [(E,) bc, 2, L, ...]
+                    if c.image_shift:  # one offset per clip (and member): [(E,) bc, 2] clips
+                        img = batch_feats["img"]
+                        batch_feats["img"] = random_shift(img, c.image_shift, idx.dim() + 1, self.generator)
+                    rews = net.score(batch_feats, per_member=per_member)  # [E, *, 2, L]
                     if c.crop_min_frac < 1.0:
                         rews = rews * self._crop_mask(idx.shape, rews.shape[-1], dev)
                     logits = preference_logits(rews, c.discount)  # [E, bc]

@@ -1,0 +1,437 @@
+"""Atari from preferences, as the original work showed it: Pong and Enduro, oracle labels, beside
+the same agent on the game's own reward.
+
+    python benchmarks/atari.py --task pong --seeds 3 --jobs 2 --out ../atari-runs
+    python benchmarks/atari.py --table --out ../atari-runs --copy-to benchmarks/results/atari
+
+Two runs per game and seed, each the same agent: SB3 PPO with RL Baselines3 Zoo's Atari
+hyperparameters (8 environments x 128 steps, 4 epochs of minibatches of 256, learning rate
+2.5e-4, clip range 0.1, entropy bonus 0.01, value coefficient 0.5; the Nature CNN with no
+hidden layers after it), on ``ALE/<Game>-v5`` with the usual preprocessing (frame skip 4,
+84x84 grayscale, 4 frames stacked; sticky actions as v5 has them) and the score strip hidden:
+
+* ``learned``: ``prefrl train`` with an oracle teacher, :data:`LABELS` labels, 25-step clips
+  (1.7 s of play, as in the original work), a reward update every :data:`EVAL_INTERVAL` steps
+  capped at :data:`FIT_STEPS` optimiser steps, everything else prefrl's defaults.
+* ``true``: the same agent on the game's reward.
+
+Every run evaluates its policy on the game's score every :data:`EVAL_INTERVAL` steps over
+:data:`EVAL_EPISODES` episodes (actions sampled, as the Zoo evaluates Atari). A result gives
+the mean of the last :data:`LAST_N` evaluations and the normalised score of the learned side,
+``(learned - random) / (true - random)`` at the same steps. Runs are resumable: the same
+command after a kill continues each run from its last checkpoint; a finished run (its
+``<side>-seed<k>.json``) is skipped. Keep ``--out`` outside the checkout; ``--table`` prints the
+table (Markdown, then JSON), copies the result and progress files to ``--copy-to`` and draws
+each game's learning curves (``<game>.png``: score against frames, learned and true side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TASKS: dict[str, dict[str, Any]] = {
+    "pong": {"env": "ALE/Pong-v5", "steps": 1_000_000},
+    "enduro": {"env": "ALE/Enduro-v5", "steps": 1_000_000},
+}
+SIDES = ("learned", "true")
+LABELS = 1_400
+FRAGMENT_LENGTH = 25
+EVAL_INTERVAL = 50_000
+EVAL_EPISODES = 5
+LAST_N = 3
+"""The figure of a run: mean score of its last ``LAST_N`` evaluations (the last 150k steps)."""
+ENV_KWARGS: dict[str, Any] = {"hide_score": True}
+RANDOM_EPISODES = 10
+FIT_STEPS = 40
+"""Optimiser steps per reward update (``--trainer.max-steps``; 5x in the first): 50 epochs over
+every label at every update, the default, would cost several times the agent's own compute."""
+
+
+def agent_config() -> Any:
+    """The agent of both sides: SB3 PPO with the Zoo's Atari hyperparameters (constant rates)."""
+    from prefrl.agents.sb3 import AgentConfig
+
+    extra = {"n_epochs": 4, "clip_range": 0.1, "vf_coef": 0.5}
+    return AgentConfig(
+        algo="ppo",
+        policy="CnnPolicy",
+        cnn="nature",
+        learning_rate=2.5e-4,
+        n_envs=8,
+        n_steps=128,
+        batch_size=256,
+        net_arch=[],
+        ent_coef=0.01,
+        extra=json.dumps(extra),
+    )
+
+
+def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> Any:
+    """The ``prefrl train`` config of the learned side."""
+    from prefrl.run.train import TrainConfig
+
+    cfg = TrainConfig(
+        seed=seed,
+        run_dir=str(run),
+        force=True,
+        progress=False,
+        eval_episodes=EVAL_EPISODES,
+        eval_interval=EVAL_INTERVAL,
+        agent=agent_config(),
+        page=False,
+    )
+    cfg.env.id, cfg.env.hide_score = TASKS[task]["env"], True
+    cfg.loop.total_steps, cfg.loop.total_labels = steps, labels
+    cfg.loop.fragment_length = FRAGMENT_LENGTH
+    cfg.loop.iterations = max(1, steps // EVAL_INTERVAL)
+    cfg.trainer.max_steps = FIT_STEPS
+    return cfg
+
+
+def run_learned(task: str, seed: int, run: Path, steps: int, labels: int) -> dict[str, Any]:
+    """Train (or resume) the learned side; its result."""
+    from prefrl.run.config import parse_args
+    from prefrl.run.train import train
+
+    if (run / "config.json").exists():
+        cfg = parse_args(["--resume", str(run), "--no-progress"])
+    else:
+        cfg = learned_config(task, seed, run, steps, labels)
+    rep = train(cfg)
+    return {
+        "final_return": rep["true_return"],
+        "evaluations": rep.get("evaluations", []),
+        "labels_used": rep["labels_used"],
+        "train_wall_s": rep["train_wall_s"],
+        "reward_accuracy": rep.get("reward_accuracy"),
+    }
+
+
+def run_true(task: str, seed: int, run: Path, steps: int) -> dict[str, Any]:
+    """Train (or resume) the agent on the game's reward, evaluating and checkpointing (policy and
+    optimiser, :func:`prefrl.agents.policy_io.save_agent`) every :data:`EVAL_INTERVAL` steps."""
+    from prefrl.agents.evaluate import evaluate_returns
+    from prefrl.agents.policy_io import load_agent, save_agent
+    from prefrl.agents.sb3 import make_agent, make_vec_env
+    from prefrl.storage.checkpoint import write_json
+
+    env_id, cfg = TASKS[task]["env"], agent_config()
+    run.mkdir(parents=True, exist_ok=True)
+    state_path = run / "state.json"
+    venv = make_vec_env(env_id, cfg.n_envs, ENV_KWARGS, seed=seed)
+    state: dict[str, Any] = {"steps": 0, "evaluations": [], "wall_s": 0.0}
+    if state_path.exists():
+        state = json.loads(state_path.read_text())
+        agent = load_agent(cfg.algo, run / "policy.zip", venv, backend=cfg.backend, config=cfg)
+    else:
+        agent = make_agent(cfg, venv, seed=seed)
+    t0 = time.perf_counter() - state["wall_s"]
+    while state["steps"] < steps:
+        n = min(EVAL_INTERVAL - state["steps"] % EVAL_INTERVAL, steps - state["steps"])
+        agent.learn(n, reset_num_timesteps=state["steps"] == 0, progress_bar=False)
+        state["steps"] += n
+        k = len(state["evaluations"])
+        t_train = time.perf_counter()
+        ret = float(
+            evaluate_returns(env_id, agent, EVAL_EPISODES, seed=10_000 + k, env_kwargs=ENV_KWARGS).mean()
+        )
+        state["eval_wall_s"] = state.get("eval_wall_s", 0.0) + time.perf_counter() - t_train
+        state["evaluations"].append([state["steps"], ret])
+        state["wall_s"] = time.perf_counter() - t0
+        save_agent(agent, run / "policy.zip", cfg)
+        write_json(state_path, state)
+        print(
+            f"{task} true seed {seed}: {state['steps']} steps, score {ret:.1f}", file=sys.stderr, flush=True
+        )
+    return {
+        "final_return": state["evaluations"][-1][1],
+        "evaluations": state["evaluations"],
+        "labels_used": 0,
+        "train_wall_s": state["wall_s"] - state.get("eval_wall_s", 0.0),
+    }
+
+
+def random_score(task: str, out: Path) -> float:
+    """Mean score of uniformly random actions over :data:`RANDOM_EPISODES` episodes (cached)."""
+    from prefrl.agents.evaluate import evaluate_returns
+
+    path = out / task / "random.json"
+    if path.exists():
+        return float(json.loads(path.read_text())["random_return"])
+    ret = float(evaluate_returns(TASKS[task]["env"], None, RANDOM_EPISODES, env_kwargs=ENV_KWARGS).mean())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"task": task, "episodes": RANDOM_EPISODES, "random_return": ret}) + "\n")
+    return ret
+
+
+def last_n(evaluations: list[list[float]], n: int = LAST_N) -> float:
+    """Mean of the last ``n`` evaluation scores."""
+    return float(np.mean([r for _, r in evaluations[-n:]]))
+
+
+def run_one(a: argparse.Namespace) -> int:
+    """One run (``--side`` and ``--seed``): train or resume it, write its result file."""
+    from prefrl.storage.checkpoint import write_json
+
+    root = Path(a.out) / a.task
+    steps = a.steps or TASKS[a.task]["steps"]
+    run, result = root / f"{a.side}-seed{a.seed}", root / f"{a.side}-seed{a.seed}.json"
+    if result.exists():
+        return 0
+    t0 = time.perf_counter()
+    res = (
+        run_true(a.task, a.seed, run, steps)
+        if a.side == "true"
+        else run_learned(a.task, a.seed, run, steps, a.labels)
+    )
+    res.update(
+        task=a.task,
+        env=TASKS[a.task]["env"],
+        side=a.side,
+        seed=a.seed,
+        steps=steps,
+        labels=a.labels,
+        agent=dataclasses.asdict(agent_config()),
+        last_n_mean=last_n(res["evaluations"]),
+        wall_s=time.perf_counter() - t0,
+    )
+    write_json(result, res)
+    return 0
+
+
+def run_all(a: argparse.Namespace) -> int:
+    """Every (side, seed) of ``--task`` not finished yet, ``--jobs`` at a time, each in its own
+    process with one torch thread, unfinished ones resuming from their checkpoints."""
+    root = Path(a.out) / a.task
+    root.mkdir(parents=True, exist_ok=True)
+    random_score(a.task, Path(a.out))
+    todo = [
+        (side, seed)
+        for seed in range(a.first_seed, a.first_seed + a.seeds)
+        for side in a.sides
+        if not (root / f"{side}-seed{seed}.json").exists()
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    running: list[tuple[subprocess.Popen[bytes], str]] = []
+    failed = []
+    while todo or running:
+        while todo and len(running) < a.jobs:
+            side, seed = todo.pop(0)
+            name = f"{side}-seed{seed}"
+            cmd = [
+                sys.executable,
+                __file__,
+                "--task",
+                a.task,
+                "--side",
+                side,
+                "--seed",
+                str(seed),
+                "--out",
+                a.out,
+                "--labels",
+                str(a.labels),
+                "--eval-interval",
+                str(a.eval_interval),
+            ]
+            cmd += ["--steps", str(a.steps)] if a.steps else []
+            with open(root / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
+                running.append((subprocess.Popen(cmd, stdout=log, stderr=log, env=env), name))
+            print(f"{a.task} {name}: started (log {root / (name + '.log')})", file=sys.stderr, flush=True)
+        time.sleep(5)
+        for proc, name in list(running):
+            if proc.poll() is not None:
+                running.remove((proc, name))
+                print(f"{a.task} {name}: {'done' if proc.returncode == 0 else 'FAILED'}", file=sys.stderr)
+                if proc.returncode:
+                    failed.append(name)
+    return 1 if failed else 0
+
+
+def progress(run: Path) -> list[list[float]]:
+    """Evaluations ``[[step, score], ...]`` a run has written so far (learned: ``evaluations.csv``;
+    true: ``state.json``)."""
+    if (run / "evaluations.csv").exists():
+        rows = run.joinpath("evaluations.csv").read_text().splitlines()[1:]
+        return [[int(r.split(",")[0]), float(r.split(",")[1])] for r in rows if r]
+    if (run / "state.json").exists():
+        return list(json.loads((run / "state.json").read_text()).get("evaluations", []))
+    return []
+
+
+def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
+    """Per game: the random score, per side the seeds' figures (finished or running), and the
+    normalised score of each learned seed whose true-reward seed has reached the same steps."""
+    from prefrl.storage.checkpoint import write_json
+
+    table: dict[str, Any] = {}
+    for task in TASKS:
+        root = out / task
+        if not root.exists():
+            continue
+        rand_path = root / "random.json"
+        rand = json.loads(rand_path.read_text())["random_return"] if rand_path.exists() else None
+        sides: dict[str, dict[int, dict[str, Any]]] = {s: {} for s in SIDES}
+        for side in SIDES:
+            for run in sorted(root.glob(f"{side}-seed*")):
+                if run.suffix:
+                    continue
+                seed = int(run.name.rsplit("seed", 1)[1])
+                result = root / f"{run.name}.json"
+                if result.exists():
+                    r = json.loads(result.read_text())
+                    sides[side][seed] = {
+                        "finished": True,
+                        "evaluations": r["evaluations"],
+                        "labels_used": r["labels_used"],
+                        "train_wall_s": r["train_wall_s"],
+                    }
+                elif evals := progress(run):
+                    sides[side][seed] = {"finished": False, "evaluations": evals}
+        for side in SIDES:
+            for r in sides[side].values():
+                r["steps"] = int(r["evaluations"][-1][0])
+                r["score"] = last_n(r["evaluations"])
+        norm = {}
+        for seed, r in sides["learned"].items():
+            t = sides["true"].get(seed)
+            if rand is None or t is None:
+                continue
+            at = {int(s): v for s, v in t["evaluations"]}
+            same = [[s, v] for s, v in r["evaluations"] if int(s) in at]
+            if len(same) >= LAST_N and at[int(same[-1][0])] != rand:
+                true_same = last_n([[s, at[int(s)]] for s, _ in same])
+                norm[seed] = (last_n(same) - rand) / (true_same - rand)
+        table[task] = {
+            "env": TASKS[task]["env"],
+            "random_return": rand,
+            "sides": sides,
+            "normalized": norm,
+            "median_normalized": float(np.median(list(norm.values()))) if norm else None,
+        }
+        if copy_to is not None:
+            (copy_to / task).mkdir(parents=True, exist_ok=True)
+            if rand_path.exists():
+                (copy_to / task / "random.json").write_bytes(rand_path.read_bytes())
+            for side in SIDES:
+                for seed, r in sides[side].items():
+                    name = f"{side}-seed{seed}"
+                    if r["finished"]:
+                        (copy_to / task / f"{name}.json").write_bytes((root / f"{name}.json").read_bytes())
+                        (copy_to / task / f"{name}.progress.json").unlink(missing_ok=True)
+                    else:
+                        write_json(copy_to / task / f"{name}.progress.json", {"seed": seed, **r})
+            plot(task, table[task], copy_to / task / f"{task}.png")
+    return table
+
+
+def plot(task: str, t: dict[str, Any], path: Path) -> None:
+    """Learning curves: game score against frames (4 per agent step), learned and true side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for side, colour in (("learned", "tab:blue"), ("true", "tab:orange")):
+        for i, (_seed, r) in enumerate(sorted(t["sides"][side].items())):
+            ev = np.asarray(r["evaluations"], dtype=float)
+            label = f"{'learned reward' if side == 'learned' else 'true reward'}" if i == 0 else None
+            ax.plot(ev[:, 0] * 4 / 1e6, ev[:, 1], color=colour, alpha=0.8, label=label, lw=1.2)
+    if t["random_return"] is not None:
+        ax.axhline(t["random_return"], color="grey", ls=":", label="random")
+    ax.set_xlabel("frames (millions)")
+    ax.set_ylabel("game score")
+    ax.set_title(f"{t['env']}: PPO, {LABELS} oracle labels vs true reward")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def markdown(table: dict[str, Any]) -> str:
+    """One row per game: per side the seeds' scores (running ones with their steps), and the
+    median normalised score."""
+
+    def cell(runs: dict[int, dict[str, Any]]) -> str:
+        if not runs:
+            return "—"
+        parts = [
+            f"{r['score']:.1f}" + ("" if r["finished"] else f" (running, {r['steps'] // 1000}k)")
+            for _, r in sorted(runs.items())
+        ]
+        return ", ".join(parts)
+
+    head = ["game", "labels / steps", "random", "learned reward (seeds)", "true reward (seeds)", "normalised"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for task, t in table.items():
+        norm = t["median_normalized"]
+        rand = "—" if t["random_return"] is None else f"{t['random_return']:.1f}"
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    t["env"],
+                    f"{LABELS} / {TASKS[task]['steps'] // 1000}k",
+                    rand,
+                    cell(t["sides"]["learned"]),
+                    cell(t["sides"]["true"]),
+                    "—" if norm is None else f"{norm:.2f} (n={len(t['normalized'])})",
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", choices=list(TASKS), default="pong", help="Atari game")
+    p.add_argument("--seeds", type=int, default=3, help="seeds first_seed .. first_seed+seeds-1")
+    p.add_argument("--first-seed", type=int, default=0, help="the first seed")
+    p.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES), help="which runs of each seed")
+    p.add_argument("--side", choices=SIDES, default=None, help="run only this side of --seed in this process")
+    p.add_argument("--seed", type=int, default=None, help="with --side: the seed (default 0)")
+    p.add_argument(
+        "--steps", type=int, default=None, help="agent steps (default: the game's, 1M = 4M frames)"
+    )
+    p.add_argument("--labels", type=int, default=LABELS, help="label budget of the learned runs")
+    p.add_argument("--eval-interval", type=int, default=50_000, help="agent steps between evaluations")
+    p.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1)), help="runs at a time")
+    p.add_argument(
+        "--out", default="../atari-runs", help="folder of the run directories (outside the checkout)"
+    )
+    p.add_argument("--table", action="store_true", help="only print the table of the results found")
+    p.add_argument(
+        "--copy-to",
+        default=None,
+        metavar="DIR",
+        help="with --table: also copy result and progress files and draw the curves there",
+    )
+    a = p.parse_args(argv)
+    globals()["EVAL_INTERVAL"] = a.eval_interval  # the runs of this process (and its children) use it
+    if a.table:
+        table = summarize(Path(a.out), None if a.copy_to is None else Path(a.copy_to))
+        print(markdown(table))
+        print(json.dumps(table, default=float))
+        return 0
+    if a.side is not None:
+        a.seed = 0 if a.seed is None else a.seed
+        return run_one(a)
+    if a.seed is not None:
+        p.error("--seed goes with --side; for one seed of the driver, --first-seed K --seeds 1")
+    return run_all(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
