@@ -1,0 +1,64 @@
+"""benchmarks/atari.py: the same agent on both sides, the normalised score and the curves."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _atari() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("atari_bench", ROOT / "benchmarks/atari.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_learned_side_trains_the_true_sides_agent_on_clips_without_the_score(tmp_path: Path) -> None:
+    at = _atari()
+    cfg = at.learned_config("pong", 0, tmp_path / "r", 1_000_000, 1_400)
+    assert cfg.env.id == "ALE/Pong-v5" and cfg.env.hide_score  # the score strip stays hidden
+    assert cfg.agent == at.agent_config()  # the same agent as the true side
+    assert cfg.agent.algo == "ppo" and cfg.agent.n_envs == 8 and cfg.agent.ent_coef == 0.01
+    assert cfg.loop.total_labels == 1_400 and cfg.loop.fragment_length == 25
+    assert cfg.loop.total_steps == 1_000_000 and cfg.loop.iterations == 20
+    assert cfg.eval_interval == 50_000 and cfg.trainer.max_steps == at.FIT_STEPS
+
+
+def _write(root: Path, name: str, evals: list[list[float]], finished: bool) -> None:
+    run = root / name
+    run.mkdir(parents=True)
+    if finished:
+        res = {"evaluations": evals, "labels_used": 1400 if name.startswith("learned") else 0,
+               "train_wall_s": 100.0}  # fmt: skip
+        (root / f"{name}.json").write_text(json.dumps(res))
+    else:
+        (run / "state.json").write_text(json.dumps({"evaluations": evals}))
+
+
+def test_table_normalises_at_the_same_steps_and_draws_the_curves(tmp_path: Path) -> None:
+    at = _atari()
+    root = tmp_path / "runs" / "pong"
+    root.mkdir(parents=True)
+    (root / "random.json").write_text(json.dumps({"random_return": -20.0}))
+    steps = [[50_000 * (i + 1), 0.0] for i in range(4)]
+    learned = [[s, v] for (s, _), v in zip(steps, [-20.0, -10.0, 0.0, 2.0])]
+    true = [[s, v] for (s, _), v in zip(steps, [-20.0, 0.0, 10.0, 20.0])]
+    _write(root, "learned-seed0", learned, finished=True)
+    _write(root, "true-seed0", true[:3], finished=False)  # running: compared where both have been
+    copies = tmp_path / "copies"
+    table = at.summarize(tmp_path / "runs", copies)
+    t = table["pong"]
+    # the last 3 evaluations at the steps both reached (50k-150k): learned -10, true -3.33
+    assert t["normalized"][0] == pytest.approx((-10.0 + 20.0) / (-10.0 / 3 + 20.0))
+    assert (copies / "pong" / "pong.png").stat().st_size > 1000
+    assert (copies / "pong" / "learned-seed0.json").exists()
+    assert json.loads((copies / "pong" / "true-seed0.progress.json").read_text())["steps"] == 150_000
+    md = at.markdown(table)
+    assert "ALE/Pong-v5" in md and "running, 150k" in md and "(n=1)" in md
