@@ -49,6 +49,8 @@ class Args:
     """PPO clip range."""
     seed: int = 1
     """Seed of the environments and the network."""
+    threads: int = 1
+    """Torch CPU threads (small networks run fastest on one, above all on a busy machine)."""
 
 
 class Agent(nn.Module):
@@ -76,6 +78,7 @@ def train(args: Args) -> dict[str, np.ndarray]:
     """Train; returns the last rollout: ``obs``, ``actions``, ``next_obs``, ``rewards`` (what the agent
     saw), ``true_rewards``, each ``(num_steps, num_envs, ...)``."""
     torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
     envs = gym.make_vec(args.env_id, num_envs=args.num_envs)
     envs = LearnedRewardVectorWrapper.from_run(envs, args.run)  # <- prefrl: the learned reward
     obs_dim = int(np.prod(envs.single_observation_space.shape))
