@@ -6,9 +6,10 @@ same name (or in the same folder, before ``--force``).
   ``--force`` always starts a new one. A resumed run keeps the id in its ``config.json``
   (a run made before run ids is known to the store by its folder's name).
 - With people labelling (``--teacher web``), a fresh run whose folder name or id already
-  has queries in the store is refused, naming ``--resume`` and ``--force``; ``--force`` on a
-  run folder closes the queries its previous run left open, so nobody answers them for
-  nothing.
+  has queries in the store is refused, naming that run's id and the way on that fits
+  (:func:`taken_message`): ``--resume`` where the folder holds that run, another name or id
+  where it does not, ``--force`` for a new run either way; ``--force`` on a run folder closes
+  the queries its previous run left open, so nobody answers them for nothing.
 """
 
 from __future__ import annotations
