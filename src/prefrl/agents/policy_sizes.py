@@ -8,8 +8,8 @@ before any tensor is compared. :func:`check_sizes` refuses that first, with one 
 - every width of the networks (``net_arch``, and any integer in ``extra``'s ``policy_kwargs``)
   must be a dimension of a tensor the file holds, and each network at most as large as all of
   them together;
-- the replay buffer (off-policy) or rollout buffer (on-policy) must fit this machine's memory
-  (RAM and swap, what the kernel would grant).
+- each array of the replay buffer (off-policy) or rollout buffer (on-policy) must fit this
+  machine's memory (RAM and swap: what the kernel would grant one allocation).
 """
 
 from __future__ import annotations
@@ -109,24 +109,26 @@ def _gib(n: int) -> str:
 
 
 def check_buffers(cfg: AgentConfig, venv: VecEnv) -> None:
-    """Refuse a replay or rollout buffer larger than this machine's memory."""
+    """Refuse a replay or rollout buffer whose observation array alone is larger than this machine's
+    memory: what NumPy's allocation would fail with, said before anything is allocated. (Smaller
+    buffers are left alone: their zeros cost nothing until written, so evaluating a policy whose
+    buffer outgrows the machine works as it did.)"""
     extra = json.loads(cfg.extra)
     extra = extra if isinstance(extra, dict) else {}
-    obs, act = space_bytes(venv.observation_space), space_bytes(venv.action_space)
-    if cfg.off_policy:
-        field, rows = "buffer_size", extra.get("buffer_size", cfg.buffer_size)
-        per_row = obs * (1 if extra.get("optimize_memory_usage") else 2) + act + 12  # obs, next_obs, ...
-        what = "replay buffer"
-    else:
-        field, rows = "n_steps", extra.get("n_steps", cfg.n_steps)
-        per_row = (obs + act + 24) * venv.num_envs  # obs, actions, rewards, values, returns, ...
-        what = "rollout buffer"
+    sample = max(space_bytes(venv.observation_space), space_bytes(venv.action_space))
+    if cfg.off_policy:  # buffer_size transitions in all (buffer_size // n_envs rows of n_envs)
+        field, rows, what = "buffer_size", extra.get("buffer_size", cfg.buffer_size), "replay buffer"
+        per_row = sample
+    else:  # n_steps rows of n_envs
+        field, rows, what = "n_steps", extra.get("n_steps", cfg.n_steps), "rollout buffer"
+        per_row = sample * venv.num_envs
     if not _int(rows) or rows <= 0:
         return  # the agent's own constructor says what is wrong
     need, have = rows * per_row, machine_memory()
     if need > have:
         raise ValueError(
-            f"{field} {rows} asks for a {what} of {_gib(need)}, more than this machine's {_gib(have)}"
+            f"{field} {rows} asks for a {what} of {_gib(need)} per array, more than this machine has "
+            f"({_gib(have)} of RAM and swap)"
         )
 
 
