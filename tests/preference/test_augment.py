@@ -118,3 +118,29 @@ def test_image_shift_on_a_vector_reward_is_refused(pendulum_batch) -> None:
     trainer = RewardTrainer(MLPReward(obs, act), RewardTrainerConfig(epochs=1, image_shift=2))
     with pytest.raises(ValueError, match="reads no images"):
         trainer.train(data)
+
+
+def test_shared_trunk_one_convolution_pass_members_differ_by_bootstrap_weights(tmp_path) -> None:
+    import prefrl  # noqa: F401
+    from prefrl.rewards.io import load_reward_net, save_reward_net
+
+    torch.manual_seed(0)
+    env = gym.make("prefrl/MovingDot-v0")
+    data = _dot_data(60, seed=0)
+    net = CNNReward(env.observation_space, env.action_space, ensemble_size=3, shared_trunk=True)
+    conv = net.conv[0]
+    assert isinstance(conv, torch.nn.Conv2d) and conv.groups == 1  # one set of convolutions for all
+    assert conv.out_channels == 16  # not one set per member (3 x 16)
+    before = {n: p.detach().clone() for n, p in net.named_parameters() if n != "absorbing_reward"}
+    metrics = RewardTrainer(net, RewardTrainerConfig(epochs=15, val_fraction=0.0, seed=0)).train(data)
+    after = dict(net.named_parameters())
+    assert all(not torch.equal(p, after[n]) for n, p in before.items())
+    assert metrics["train_accuracy"] > 0.75
+    obs = data.fragments.arrays().obs[:4].reshape(-1, *env.observation_space.shape)
+    acts = np.zeros(len(obs), dtype=np.int64)
+    _, std = net.predict(obs, acts, obs)
+    assert float(std.mean()) > 1e-4  # the members learned different functions from their weights
+    save_reward_net(net, tmp_path / "r.safetensors")
+    back = load_reward_net(tmp_path / "r.safetensors")
+    assert back.shared_trunk
+    assert np.allclose(back.predict(obs, acts, obs)[0], net.predict(obs, acts, obs)[0], atol=1e-5)

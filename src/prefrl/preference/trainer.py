@@ -303,9 +303,17 @@ class RewardTrainer:
         if len(train_idx) == 0:
             train_idx, val_idx = val_idx, val_idx[:0]  # tiny datasets: train on everything
         n, e = len(train_idx), net.ensemble_size
-        per_member = e > 1 and c.bootstrap
+        per_member = e > 1 and c.bootstrap and not net.shared_trunk
         if per_member:  # one bootstrap resample of the training pairs per member: [E, n]
             boot = train_idx[torch.randint(0, n, (e, n), generator=self.generator).to(dev)]
+        # a shared trunk sees one batch for all members; each member weighs its pairs by how often
+        # its bootstrap resample drew them (the same resample, as weights): [E, N]
+        boot_w: torch.Tensor | None = None
+        if e > 1 and c.bootstrap and net.shared_trunk:
+            draws = train_idx[torch.randint(0, n, (e, n), generator=self.generator).to(dev)]
+            boot_w = torch.zeros(e, len(dataset), device=dev).scatter_add_(
+                1, draws, torch.ones(e, n, device=dev)
+            )
         b = min(c.batch_size, n)
         steps_per_epoch = math.ceil(n / b)
         total_epochs = c.epochs * epoch_multiplier
@@ -355,7 +363,8 @@ class RewardTrainer:
                     if c.crop_min_frac < 1.0:
                         rews = rews * self._crop_mask(idx.shape, rews.shape[-1], dev)
                     logits = preference_logits(rews, c.discount)  # [E, bc]
-                    y, w = smooth_labels(labels[idx], c.label_smoothing), weight[idx]
+                    y, w = smooth_labels(labels[idx], c.label_smoothing), weight[idx]  # w: [(E,) bc]
+                    w = w if boot_w is None else w * boot_w[:, idx]  # [E, bc]
                     loss_all = preference_loss(logits, y, c.error_rate, reduction="none")  # [E, bc]
                     loss_e = (loss_all * w).sum(-1) / w.sum(-1).clamp_min(1.0)
                     loss = loss_e.sum() * (idx.shape[-1] / batch.shape[-1])

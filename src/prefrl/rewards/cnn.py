@@ -114,6 +114,9 @@ class CNNOptions:
     """What the head reads: flat (every position's activations) or spatial (keypoints)."""
     action_heads: bool = False
     """Discrete actions: one output per action instead of a one-hot action input."""
+    shared_trunk: bool = False
+    """The members share one set of convolutions (flat features only) and differ in their heads:
+    a batch of images costs one convolution pass instead of one per member."""
 
     def __post_init__(self) -> None:
         for name in ("channels", "kernels", "strides", "hidden"):
@@ -126,6 +129,8 @@ class CNNOptions:
             )
         if not len(self.channels) == len(self.kernels) == len(self.strides):
             raise ValueError("channels, kernels and strides must have the same length")
+        if self.shared_trunk and self.features != "flat":
+            raise ValueError("a shared trunk goes with flat features; keypoints are per member")
 
     def to_json(self) -> dict[str, Any]:
         """The options as JSON values (tuples as lists)."""
@@ -196,10 +201,12 @@ class CNNReward(RewardNet):
         self.motion = self.spatial and o.use_next_obs  # keypoints of s and s', not stacked images
         c *= 1 + int(o.use_next_obs and not self.motion)
         e = ensemble_size
+        self.shared_trunk = o.shared_trunk
+        g = 1 if o.shared_trunk else e  # convolution groups: one per member, or one for all
         layers: list[nn.Module] = []
         in_c = c
         for out_c, k, s in zip(o.channels, o.kernels, o.strides):
-            layers += [nn.Conv2d(in_c * e, out_c * e, k, s, groups=e), ACTIVATIONS[o.activation]()]
+            layers += [nn.Conv2d(in_c * g, out_c * g, k, s, groups=g), ACTIVATIONS[o.activation]()]
             in_c = out_c
         self.pool = 2 if self.spatial and min(h, w) >= 16 else 1
         if self.spatial:
@@ -208,8 +215,8 @@ class CNNReward(RewardNet):
             self.sharpness = nn.Parameter(torch.ones(e * self.maps))
         self.conv = nn.Sequential(*layers)
         with torch.no_grad():
-            grid = self.conv(torch.zeros(1, c * e, h // self.pool, w // self.pool))
-        n_flat = grid.flatten(1).shape[1] // e
+            grid = self.conv(torch.zeros(1, c * g, h // self.pool, w // self.pool))
+        n_flat = grid.flatten(1).shape[1] // g
         self.cells = 0.5 * (max(grid.shape[-2:]) - 1)  # keypoint units in [-1, 1] -> grid cells
         if self.spatial:
             n_flat = 2 * self.maps * (1 + int(self.motion))
@@ -260,6 +267,11 @@ class CNNReward(RewardNet):
         """uint8 images ``[(E,) *lead, C, H, W]`` (``E``: one per member with ``per_member``) ->
         (``[E, *lead, F]`` features, ``lead``): keypoints, or the flattened last grid."""
         e, (c, h, w) = self.ensemble_size, img.shape[-3:]
+        if self.shared_trunk:  # one pass for all members (each member's own images with per_member)
+            lead = tuple(img.shape[int(per_member) : -3])
+            z = self.conv(img.reshape(-1, c, h, w).float().mul_(1.0 / 255.0)).flatten(1)  # [(E*)M, F]
+            z = z.view(e, -1, z.shape[-1]) if per_member else z.unsqueeze(0).expand(e, -1, -1)
+            return z.reshape(e, *lead, -1), lead
         if per_member:
             lead = tuple(img.shape[1:-3])
             x = img.reshape(e, -1, c, h, w).transpose(0, 1).reshape(-1, e * c, h, w)

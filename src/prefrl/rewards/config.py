@@ -48,6 +48,10 @@ class RewardNetConfig:
     """CNN: what the convolutions hand to the head: flat (every position's activations) or spatial
     (each channel's soft-argmax: where things are, see docs/core.md). auto: spatial for images up to
     64 px a side, flat above; written to config.json as the one chosen."""
+    cnn_shared_trunk: bool = False
+    """CNN with flat features: the members share one set of convolutions and differ in their heads
+    (and, in training, in per-member bootstrap weights on one shared batch), so the ensemble costs
+    one convolution pass instead of one per member; off: each member has its own convolutions."""
     ensemble_size: int = 3
     """Ensemble members (>= 2 for disagreement-based active selection)."""
     use_obs: bool = True
@@ -166,6 +170,7 @@ class RewardNetConfig:
                 output=self._output(),
                 features=features,
                 action_heads=heads,
+                shared_trunk=self.cnn_shared_trunk,
             )
             return CNNReward(obs_space, act_space, ensemble_size=self.ensemble_size, options=options)
         vector: dict[str, Any] = {  # the MLP's and REED's options

@@ -431,7 +431,7 @@ def _flat_image(
 
 def _cnn(net: CNNReward) -> FastReward | None:
     name = _activation_name(net.head)
-    if name is None or (net.use_next_obs and not net.motion):  # stacked frames: torch path
+    if name is None or (net.use_next_obs and not net.motion) or net.shared_trunk:  # the torch path
         return None
     act = _ACTS[name]
     e = net.ensemble_size

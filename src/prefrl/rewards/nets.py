@@ -59,6 +59,10 @@ class RewardNet(nn.Module):
     ensemble_size: int
     observation_space: spaces.Space[Any]
     action_space: spaces.Space[Any]
+    shared_trunk: bool = False
+    """The members share their feature extractor and differ in their heads only: a batch costs one
+    pass of the extractor, so trainers give every member the same batch (bootstrapping by
+    per-member weights instead of per-member batches)."""
 
     def __init__(self) -> None:
         super().__init__()
