@@ -34,7 +34,7 @@ def route_mujoco_warnings() -> bool:
     installed or another callback was installed first (it is kept). Safe to call often.
     """
     try:
-        import mujoco
+        import mujoco  # type: ignore[import-untyped]
     except ImportError:
         return False
     current = mujoco.get_mju_user_warning()

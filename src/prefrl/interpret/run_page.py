@@ -383,11 +383,11 @@ def write_run_page(cfg: PageConfig) -> Path:
         "agent": conf.get("agent", {}).get("algo"),
     }
     keys = ("true_return", "random_return", "reward_accuracy", "labels_used", "env_steps", "wall_s")
-    for k in keys:
-        if rep.get(k) is not None:
-            accuracy = k == "reward_accuracy"
-            summary[HELDOUT if accuracy else k.replace("_", " ")] = (
-                percent(rep[k]) if accuracy else _fmt(rep[k])
+    for key in keys:
+        if rep.get(key) is not None:
+            accuracy = key == "reward_accuracy"
+            summary[HELDOUT if accuracy else key.replace("_", " ")] = (
+                percent(rep[key]) if accuracy else _fmt(rep[key])
             )
     note = HELDOUT_NOTE if HELDOUT in summary else ""
     body.append("<section id='summary'><h2>Summary</h2>" + _table(summary) + note + "</section>")
