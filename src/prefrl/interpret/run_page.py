@@ -82,7 +82,9 @@ HELDOUT_NOTE = (
     f"<p class='note'>{HELDOUT}: of fresh clip pairs drawn when training ended (random actions and "
     "the final policy's sampled ones; ties left out), the share the learned reward orders as the true "
     "return does (<code>reward_accuracy</code> in report.json, the accuracy <code>prefrl train</code> "
-    "reports).</p>"
+    "reports). The training curves' heldout accuracy is the same measure on each iteration's new "
+    "episodes of the agent alone: clips of one policy are closer to each other, so it is usually "
+    "lower.</p>"
 )
 AGREEMENT = "agreement with the teacher on these fresh pairs"
 """The fresh-clips section's accuracy, on the page's own clips and ranked by the run's teacher."""
