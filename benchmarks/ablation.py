@@ -1,15 +1,15 @@
 """Ablation table and plot of the label-efficiency techniques, from result files.
 
-    python benchmarks/ablation.py benchmarks/results --plot docs/figures/ablation.png \\
-        --write docs/benchmarks.md
+    python benchmarks/ablation.py benchmarks/results --plot docs/figures/ablation.png
 
 Reads every ``result.json`` of ``label_efficiency.py`` below the folder that ran a technique
 preset (``--method``; older results, run with older defaults, are left to ``summarize.py``)
 with nothing else changed, and prints a Markdown table: one row per environment,
 teacher, label budget and step count, one column per method, each cell the median score
 over seeds with its range and seed count. ``--write`` puts the table into a Markdown file
-between ``<!-- ablation:start -->`` and ``<!-- ablation:end -->``; ``--plot`` draws score
-against labels, one panel per environment and teacher, one line per method.
+between ``<!-- generated: ablation -->`` and ``<!-- end generated: ablation -->`` (the docs get it,
+with every other table, from ``docs_tables.py``); ``--plot`` draws score against labels, one
+panel per environment and teacher, one line per method.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-START, END = "<!-- ablation:start -->", "<!-- ablation:end -->"
+START, END = "<!-- generated: ablation -->", "<!-- end generated: ablation -->"
+"""The markers of the table in docs/benchmarks/ablation.md, as ``docs_tables.py`` writes them."""
 
 
 @functools.cache  # one module object per name: method_of runs once per result

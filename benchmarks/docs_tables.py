@@ -1,0 +1,605 @@
+"""Every table of the benchmark docs, generated from the result files in ``benchmarks/results/``.
+
+    python benchmarks/docs_tables.py            # write the tables into the docs
+    python benchmarks/docs_tables.py --check    # exit 1 where a doc differs from the results
+    python benchmarks/docs_tables.py --print at-a-glance
+
+A generated table sits in a doc between two markers naming it::
+
+    <!-- generated: NAME -->
+    | ... |
+    <!-- end generated: NAME -->
+
+and is rewritten from ``TABLES[NAME]``; everything outside the markers is prose, left alone.
+``--check`` rewrites nothing: it names the doc, the table and its first line that differs from
+what the results give, so a figure copied by hand, or a result added without regenerating the
+docs, fails the test suite (tests/benchmarks/test_docs_tables.py).
+
+The tables reuse what the other scripts compute: ``summarize.py`` (the full label-efficiency
+table and how a result's options are named), ``ablation.py`` (which preset a result ran, the
+ablation table), ``frontier.py`` (DeepMind Control beside the published table). A new table is
+one entry of :data:`TABLES` (a function of :class:`Results` returning Markdown) and a pair of
+markers in a doc; a table that compares settings side by side is one :class:`Comparison`
+naming its result folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "results"
+DOCS = (REPO / "docs" / "benchmarks.md", *sorted((REPO / "docs" / "benchmarks").glob("*.md")))
+OPEN = re.compile(r"^<!-- generated: (?P<name>[\w.-]+) -->\s*$")
+CLOSE = "<!-- end generated: {name} -->"
+
+
+@functools.cache  # one module object per script, shared with ablation.py's own loads
+def _load(name: str) -> Any:
+    if name == "ablation":
+        spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    return _load("ablation")._load(name)
+
+
+# ------------------------------------------------------------------------------ results
+class Results:
+    """The result files under ``root``, loaded once and shared by every table."""
+
+    def __init__(self, root: Path = RESULTS) -> None:
+        if not root.is_dir():
+            raise SystemExit(f"{root}: not a folder of benchmark results")
+        self.root = root
+
+    @functools.cached_property
+    def all(self) -> list[dict[str, Any]]:
+        """Every label-efficiency ``result.json`` (``summarize.load_results``)."""
+        return list(_load("summarize").load_results(self.root))
+
+    @functools.cached_property
+    def presets(self) -> dict[str, dict[str, object]]:
+        """label_efficiency.py's technique presets, in their order."""
+        return dict(_load("summarize").presets())
+
+    def folder(self, name: str) -> dict[str, Any]:
+        """The result of one folder under ``root`` (as the full table reads it)."""
+        path = self.root / name / "result.json"
+        if not path.is_file():
+            raise SystemExit(f"{path}: no such result (a table names it; run the benchmark or fix the table)")
+        (result,) = _load("summarize").load_results(path)
+        return dict(result)
+
+    def json(self, name: str) -> Any:
+        """A JSON file under ``root`` (speed, overhead and backend benchmarks)."""
+        path = self.root / name
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            raise SystemExit(f"{path}: no such result file (a table reads it)") from None
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"{path}: not a JSON result file ({e})") from e
+
+    @functools.cached_property
+    def auto_output(self) -> dict[str, str]:
+        """Environment -> the reward output ``auto`` resolved there (``tanh``, ``linear``), as the
+        learned runs that did not set it recorded it (``seed<k>-learned.json``)."""
+        seen: dict[str, set[str]] = {}
+        for path in sorted(self.root.rglob("result.json")):
+            result = json.loads(path.read_text())
+            if "reward.output" in (result.get("loop_options") or {}) or "env" not in result:
+                continue
+            for seed in path.parent.glob("seed*-learned.json"):
+                out = json.loads(seed.read_text()).get("reward_output")
+                if out is not None:
+                    seen.setdefault(result["env"], set()).add(out)
+        return {env: outs.pop() for env, outs in seen.items() if len(outs) == 1}
+
+
+# ---------------------------------------------------------------------------- formatting
+def per_seed(result: dict[str, Any]) -> str:
+    """``**median** (seed, seed, ...)``: the median over seeds and every seed's score."""
+    scores = ", ".join(f"{s:.2f}" for s in result["scores"])
+    return f"**{result['median_normalized_score']:.2f}** ({scores})"
+
+
+def ret(x: float) -> str:
+    return f"{x:,.1f}".replace("-", "−")
+
+
+def markdown_table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
+
+
+# ---------------------------------------------------------------------------- at a glance
+TARGET = 0.9
+"""The score a row has to reach: 90% of the way from a random policy to the true-reward agent."""
+
+
+def default_columns(res: Results) -> dict[str, str]:
+    """Environment -> the ablation column that holds runs at today's defaults there.
+
+    ``prefrl train`` turns on a broad first reward (``--loop.initial-steps-per-label`` and
+    ``--trainer.l2-init`` auto) where random actions only meet time limits, and the bounded
+    reward output where they reach a termination: both follow one check of the environment,
+    so the output the runs recorded says which column is today's default (``broad`` where it
+    was linear, ``active_warm``, today's queries and nothing else, where it was tanh)."""
+    return {env: "broad" if out == "linear" else "active_warm" for env, out in res.auto_output.items()}
+
+
+def at_defaults(res: Results) -> dict[str, list[dict[str, Any]]]:
+    """Environment -> its results at today's defaults (oracle teacher, the reward reading s'),
+    one per label budget and step count (the one with more seeds where two ran)."""
+    ablation, columns = _load("ablation"), default_columns(res)
+    out: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for r in res.all:
+        got = ablation.method_of(r, res.presets)
+        if got is None or r.get("teacher", "oracle") != "oracle" or columns.get(r["env"]) != got[0]:
+            continue
+        if not got[1]:  # the reward reads s' by default
+            continue
+        key = (r["env"], r["labels"], r["steps"])
+        if key not in out or len(r["scores"]) > len(out[key]["scores"]):
+            out[key] = r
+    by_env: dict[str, list[dict[str, Any]]] = {}
+    for (env, _, _), r in sorted(out.items()):
+        by_env.setdefault(env, []).append(r)
+    return by_env
+
+
+def smallest_reaching(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The result with the fewest labels whose median score reached :data:`TARGET` (more seeds,
+    then the higher median, among results of that budget); ``None`` when none did."""
+    hits = [r for r in results if r["median_normalized_score"] >= TARGET]
+    if not hits:
+        return None
+    return min(hits, key=lambda r: (r["labels"], -len(r["scores"]), -r["median_normalized_score"]))
+
+
+def fewer_or_more_seeds(other: dict[str, Any], mine: dict[str, Any]) -> bool:
+    """Whether ``other`` reached the target with fewer labels than ``mine``, or with as many
+    labels and more seeds (worth showing beside today's defaults)."""
+    if other["labels"] != mine["labels"]:
+        return bool(other["labels"] < mine["labels"])
+    return len(other["scores"]) > len(mine["scores"])
+
+
+def at_a_glance(res: Results) -> str:
+    """One row per environment: the fewest labels with which today's defaults reached a median
+    score of 0.9, and the fewest with which any measured setting did, where that is fewer."""
+    options = _load("summarize").options
+    defaults = at_defaults(res)
+    oracle = [r for r in res.all if r.get("teacher", "oracle") == "oracle"]
+    rows = []
+    for env in sorted({r["env"] for r in oracle}):
+        mine = defaults.get(env, [])
+        best = smallest_reaching(mine)
+        anyone = smallest_reaching([r for r in oracle if r["env"] == env])
+        shown = best or anyone or max((r for r in oracle if r["env"] == env), key=lambda r: r["labels"])
+        if best is not None:
+            labels, score = f"**{best['labels']}**", per_seed(best)
+        elif mine:
+            top = max(mine, key=lambda r: (r["labels"], r["median_normalized_score"]))
+            shown = top
+            labels, score = f"not reached ({', '.join(str(r['labels']) for r in mine)} tried)", per_seed(top)
+        else:
+            labels, score = "not measured", "–"
+        if anyone is not None and (best is None or fewer_or_more_seeds(anyone, best)):
+            opts = options(anyone) or "–"
+            other = f"{anyone['labels']}: {per_seed(anyone)}, {anyone['steps']:,} steps, options {opts}"
+        elif best is not None:
+            other = "the same"
+        else:
+            other = "none reached 0.9"
+        rows.append([
+            env, shown["agent"].upper(), labels, score, f"{shown['steps']:,}",
+            f"{ret(shown['oracle_return'])} ({ret(shown['random_return'])})", other,
+        ])  # fmt: skip
+    order = {row[0]: i for i, row in enumerate(rows)}
+
+    def rank(row: list[str]) -> tuple[int, int, int]:
+        m = re.match(r"\*\*(\d+)\*\*", row[2])
+        return (0, int(m.group(1)), order[row[0]]) if m else (1, 0, order[row[0]])
+
+    head = ["environment", "agent", "labels at today's defaults", "median score (per seed)", "steps",
+            "true-reward agent's return (random)", "any setting: fewest labels reaching 0.9"]  # fmt: skip
+    return markdown_table(head, sorted(rows, key=rank))
+
+
+# ------------------------------------------------------------------- tables of other scripts
+def label_efficiency(res: Results) -> str:
+    """Every label-efficiency result, one row each (``summarize.py``)."""
+    return str(_load("summarize").table(res.all))
+
+
+def ablation(res: Results) -> str:
+    """The techniques ablation (``ablation.py``)."""
+    ab = _load("ablation")
+    return str(ab.table(ab.rows(res.all, res.presets), list(res.presets)))
+
+
+def dmc(res: Results) -> str:
+    """DeepMind Control beside the published table (``frontier.py``)."""
+    frontier = _load("frontier")
+    return str(frontier.markdown(frontier.summarize(res.root / "frontier", None)))
+
+
+# ------------------------------------------------------------------- speed, overhead, backends
+SPEED_FILE = "reward_learning-2026-11-22.json"
+SPEED_ROWS = (  # (figure, prefrl key, imitation key, ratio key, target)
+    ("training, single 32x32 MLP (comparisons/s)", "single.comparisons_per_s",
+     "single.comparisons_per_s", "ratio.single", ">= 15x"),
+    ("training, ensemble of 5 vs imitation's 3 (comparisons/s)", "ensemble5.comparisons_per_s",
+     "ensemble3.comparisons_per_s", "ratio.ensemble5_vs_imitation_ensemble3", ">= 10x"),
+    ("disagreement selection, ensemble of 3 (candidate pairs/s)", "selection.candidate_pairs_per_s",
+     "selection.candidate_pairs_per_s", "ratio.selection", ">= 15x"),
+    ("CNN reward on 84x84x4 uint8, 25-step clips (comparisons/s)", "image.comparisons_per_s",
+     None, None, None),
+    ("keypoint CNN reward, moving dot (comparisons/s)", "keypoints.comparisons_per_s", None, None, None),
+)  # fmt: skip
+"""The rows of the speed table; the targets are issue 1's."""
+
+
+def speed(res: Results) -> str:
+    """prefrl's core engine against imitation 1.0.1 (``reward_learning.py``'s JSON)."""
+    data = res.json(SPEED_FILE)
+    imitation = data.get("imitation", {})
+    rows = []
+    for figure, key, imit, ratio, target in SPEED_ROWS:
+        if key not in data:
+            continue
+        threads = data.get("threads", {}).get(key)
+        ours = f"{data[key]:,.0f}" + (f" ({threads} threads)" if threads else "")
+        theirs = f"{imitation[imit]:,.0f}" if imit in imitation else "–"
+        rows.append(
+            [figure, ours, theirs, f"**{data[ratio]:.1f}x**" if ratio in data else "–", target or "–"]
+        )
+    if "peak_rss_mib" in data:
+        rows.append(["peak RSS of the benchmark process", f"{data['peak_rss_mib']:,.0f} MiB", "", "", ""])
+    return markdown_table(["figure", "prefrl", "imitation 1.0.1", "ratio", "target"], rows)
+
+
+OVERHEAD_FILE = "overhead-Pendulum-v1-15000s.json"
+OVERHEAD_VERSIONS = {
+    "before_numpy_reward_path": "before: per-step reward through PyTorch",
+    "after": "after: per-step reward in NumPy (FastReward)",
+}
+SHARES = (  # (heading, key of learned_split_share)
+    ("agent updates + env steps", "agent_updates_and_env_steps_s"),
+    ("per-step reward inference", "reward_inference_s"),
+    ("reward training", "reward_training_s"),
+    ("relabelling", "relabel_s"),
+    ("rest", "other_s"),
+)
+
+
+def overhead(res: Results) -> str:
+    """CPU time of the learned-reward run against the true-reward run (``overhead.py``'s JSON)."""
+    data = res.json(OVERHEAD_FILE)
+    rows = []
+    for key, run in data.items():
+        per_round = ", ".join(f"{x:.3f}" for x in run["cpu_ratios"])
+        shares = [f"{run['learned_split_share'][k]:.1%}" for _, k in SHARES]
+        rows.append([OVERHEAD_VERSIONS.get(key, key), f"**{run['cpu_ratio']:.3f}**", per_round, *shares])
+    head = ["version", "CPU ratio (median)", "per round", *(h for h, _ in SHARES)]
+    return markdown_table(head, rows)
+
+
+def backends(res: Results) -> str:
+    """SB3 against SBX (``agent_backends.py``'s JSON files, ``backends-*.json``)."""
+    rows = []
+    for path in sorted(res.root.glob("backends-*.json")):
+        data = res.json(path.name)
+        for backend in ("sb3", "sbx"):
+            b = data[backend]
+            scores = ", ".join(f"{s:.2f}" for s in b["scores"])
+            rows.append([
+                data["env"], str(data["labels"]), f"{data['steps']:,}", str(len(data["seeds"])), backend,
+                f"{b['learned_steps_per_s']:.0f}", f"{b['oracle_steps_per_s']:.0f}",
+                f"{b['learned_cpu_s']:.0f} s / {b['oracle_cpu_s']:.0f} s",
+                f"**{b['median_normalized_score']:.2f}** ({scores})",
+            ])  # fmt: skip
+    head = ["env", "labels", "steps", "seeds", "backend", "learned run, env steps/s",
+            "true-reward run, env steps/s", "CPU time, learned / true-reward run",
+            "median score (per seed)"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
+# ------------------------------------------------------------------- settings side by side
+class Text(NamedTuple):
+    """A cell written as it is (a note such as "= uniform"), not a result."""
+
+    text: str
+
+
+Cell = str | Text | None
+"""A result folder under ``benchmarks/results/`` (its median and per-seed scores), a note, or
+nothing (not run)."""
+
+
+class Comparison(NamedTuple):
+    """Settings side by side: one row per setting of the environment, one column per option set,
+    each cell the result of one folder of ``benchmarks/results/``.
+
+    (NamedTuples, not dataclasses: the benchmark scripts are loaded from their files, outside
+    ``sys.modules``, where a dataclass cannot resolve its own module.)"""
+
+    head: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[Cell, ...]], ...]
+
+    def __call__(self, res: Results) -> str:
+        out = []
+        for label, cells in self.rows:
+            if len(cells) != len(self.head) - 1:
+                raise SystemExit(
+                    f"comparison row {label!r}: {len(cells)} cells for {len(self.head) - 1} columns"
+                )
+            out.append([label, *(self.cell(res, c) for c in cells)])
+        return markdown_table(list(self.head), out)
+
+    @staticmethod
+    def cell(res: Results, cell: Cell) -> str:
+        if cell is None:
+            return "–"
+        if isinstance(cell, Text):
+            return cell.text
+        return per_seed(res.folder(cell))
+
+
+HC = "HalfCheetah-v5-sac-{teacher}-{labels}l-100000s"
+HC50 = HC.format(teacher="oracle", labels=50)
+HC100_NOISY, HC100_MISTAKE = HC.format(teacher="noisy", labels=100), HC.format(teacher="mistake", labels=100)
+HOP = "Hopper-v5-sac-oracle-100l-100000s"
+PEND10, PEND20 = "Pendulum-v1-sac-oracle-10l-15000s", "Pendulum-v1-sac-oracle-20l-15000s"
+ACRO, CART = "Acrobot-v1-ppo-oracle-100l-100000s", "CartPole-v1-ppo-oracle-50l-50000s"
+IDP, IP = "InvertedDoublePendulum-v5-sac-oracle-50l-30000s", "InvertedPendulum-v5-sac-oracle-30l-15000s"
+REACH, SWIM = "Reacher-v5-sac-oracle-30l-15000s", "Swimmer-v5-sac-oracle-30l-15000s"
+PUSH = "Pusher-v5-sac-oracle-30l-15000s"
+WALK50, WALK100 = "Walker2d-v5-sac-oracle-50l-30000s", "Walker2d-v5-sac-oracle-100l-100000s"
+NEXT = "-reward.use_next_obs=True"
+PROB = "-active_selection=True-uncertainty_measure=probability"  # from the first query (`active`)
+WARM = "-active_selection=True-active_selection_from=30"  # after a 30-label warm-up (`active_warm`)
+
+COMPARISONS: dict[str, Comparison] = {
+    "reward-inputs": Comparison(
+        ("environment, labels, steps", "reward reads (s, a)", "reward reads (s, a, s')"),
+        (
+            ("HalfCheetah-v5, 50, 100,000", (HC50, HC50 + NEXT)),
+            ("Hopper-v5, 100, 100,000 (bounded output)", (HOP + "-reward.output=tanh", HOP + NEXT)),
+            ("Acrobot-v1 (PPO), 100, 100,000", (ACRO, ACRO + NEXT)),
+            ("CartPole-v1 (PPO), 50, 50,000", (CART, CART + NEXT)),
+            ("Pendulum-v1, 20, 15,000", (PEND20, PEND20 + NEXT)),
+            ("Pendulum-v1, 10, 15,000", (PEND10, PEND10 + NEXT)),
+            (
+                "InvertedDoublePendulum-v5, 50, 30,000 (bounded output)",
+                (IDP + "-reward.output=tanh", IDP + NEXT),
+            ),
+            ("InvertedPendulum-v5, 30, 15,000 (bounded output)", (IP + "-reward.output=tanh", IP + NEXT)),
+        ),
+    ),
+    "five-seeds": Comparison(
+        ("setting", "uniform queries", "disagreement by probability, from the first query"),
+        (
+            ("Hopper-v5, 100 labels", (HOP + NEXT, HOP + PROB)),
+            ("HalfCheetah-v5, 50 labels", (HC50 + NEXT, HC50 + PROB)),
+            ("Pendulum-v1, 10 labels", (PEND10 + NEXT, PEND10 + PROB)),
+        ),
+    ),
+    "warm-up": Comparison(
+        ("setting", "uniform", "disagreement from the first query", "warm-up (30 labels)"),
+        (
+            ("Walker2d-v5, 100 labels (chosen on nothing)", (WALK100, None, WALK100 + WARM)),
+            ("HalfCheetah-v5, 50 labels", (HC50 + NEXT, HC50 + PROB, HC50 + WARM)),
+            ("CartPole-v1, 50 labels", (CART + NEXT, CART + PROB, CART + WARM)),
+            ("InvertedDoublePendulum-v5, 50 labels", (IDP + NEXT, IDP + PROB, IDP + WARM)),
+            (
+                "Acrobot-v1, 100 labels, tie exploration",
+                (ACRO + "-tie_exploration=True", None, ACRO + WARM + "-tie_exploration=True"),
+            ),
+            ("Hopper-v5, 100 labels", (HOP + NEXT, HOP + PROB, Text("= from the first query"))),
+            (
+                "HalfCheetah-v5, 100 `noisy` labels",
+                (HC100_NOISY + NEXT, HC100_NOISY + PROB, Text("= from the first query")),
+            ),
+            (
+                "HalfCheetah-v5, 100 `mistake` labels",
+                (HC100_MISTAKE + NEXT, HC100_MISTAKE + PROB, Text("= from the first query")),
+            ),
+            ("Pendulum-v1, 10 labels", (PEND10 + NEXT, PEND10 + PROB, Text("= uniform"))),
+            ("Reacher-v5, 30 labels", (REACH + "-active_selection=False", REACH + PROB, Text("= uniform"))),
+        ),
+    ),
+    "broad": Comparison(
+        ("row", "today's default before (`active_warm`; Hopper 100: `active`)", "broad"),
+        (
+            ("HalfCheetah-v5, 50 oracle labels", (HC50 + WARM, HC50 + "-method=broad")),
+            (
+                "HalfCheetah-v5, 100 `mistake` labels (uniform queries)",
+                (HC100_MISTAKE + NEXT, HC100_MISTAKE + "-method=broad"),
+            ),
+            ("Swimmer-v5, 30 labels", (SWIM + "-method=active_warm", SWIM + "-method=broad")),
+            ("Reacher-v5, 30 labels", (REACH + "-method=active_warm", REACH + "-method=broad")),
+            ("Pendulum-v1, 10 labels", (PEND10 + "-method=active_warm", PEND10 + "-method=broad")),
+            ("Pendulum-v1, 20 labels", (PEND20 + "-method=active_warm", PEND20 + "-method=broad")),
+            (
+                "Acrobot-v1, 100 labels (tie exploration)",
+                (ACRO + WARM + "-tie_exploration=True", ACRO + "-method=broad"),
+            ),
+            ("CartPole-v1, 50 labels", (CART + WARM, CART + "-method=broad")),
+            ("InvertedPendulum-v5, 30 labels", (IP + "-method=active_warm", IP + "-method=broad")),
+            ("InvertedDoublePendulum-v5, 50 labels", (IDP + WARM, IDP + "-method=broad")),
+            ("Walker2d-v5, 100 labels", (WALK100 + WARM, WALK100 + "-method=broad")),
+            (
+                "Walker2d-v5, 50 labels, 30,000 steps",
+                (WALK50 + "-method=active_warm", WALK50 + "-method=broad"),
+            ),
+            ("Hopper-v5, 100 labels", (HOP + PROB, HOP + "-method=broad")),
+        ),
+    ),
+    "varied": Comparison(
+        ("row", "broad (today's default)", "varied+broad", "varied_mixed+broad"),
+        (
+            ("Pusher-v5", (PUSH + "-method=broad", PUSH + "-method=varied", PUSH + "-method=varied_mixed")),
+            (
+                "Reacher-v5",
+                (REACH + "-method=broad", REACH + "-method=varied", REACH + "-method=varied_mixed"),
+            ),
+            ("Swimmer-v5", (SWIM + "-method=broad", None, SWIM + "-method=varied_mixed")),
+            ("Pendulum-v1, 10 labels", (PEND10 + "-method=broad", None, PEND10 + "-method=varied_mixed")),
+        ),
+    ),
+}
+"""Tables of settings side by side, named by the prose around them."""
+
+
+# ------------------------------------------------------------------------------ registry
+TABLES: dict[str, Callable[[Results], str]] = {
+    "at-a-glance": at_a_glance,
+    "label-efficiency": label_efficiency,
+    "ablation": ablation,
+    "dmc": dmc,
+    "speed": speed,
+    "overhead": overhead,
+    "backends": backends,
+    **COMPARISONS,
+}
+"""Table name (as the doc markers write it) -> the function that renders it from the results.
+Add a benchmark's table here (e.g. ``"atari": lambda res: ...``) and put its markers in a doc."""
+
+
+# ---------------------------------------------------------------------------- the docs
+class Region(NamedTuple):
+    """One generated table in a doc: its name and the lines between its markers."""
+
+    doc: Path
+    name: str
+    start: int  # index of the first line after the opening marker
+    end: int  # index of the closing marker
+
+    def where(self) -> str:
+        return f"{rel(self.doc)}:{self.start}"
+
+
+def rel(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def regions(doc: Path, lines: list[str]) -> list[Region]:
+    """The generated regions of ``doc``; a marker that does not close, or closes another name,
+    is refused with its line."""
+    out = []
+    i = 0
+    while i < len(lines):
+        m = OPEN.match(lines[i])
+        if m is None:
+            if lines[i].startswith("<!-- end generated:"):
+                raise SystemExit(f"{rel(doc)}:{i + 1}: {lines[i].strip()} without its opening marker")
+            i += 1
+            continue
+        name, close = m.group("name"), CLOSE.format(name=m.group("name"))
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("<!-- ")), None)
+        if end is None or lines[end].strip() != close:
+            found = "nothing" if end is None else repr(lines[end].strip())
+            raise SystemExit(f"{rel(doc)}:{i + 1}: generated table {name!r} is not closed by {close!r} "
+                             f"(found {found})")  # fmt: skip
+        if name not in TABLES:
+            raise SystemExit(
+                f"{rel(doc)}:{i + 1}: no generated table named {name!r} (known: {', '.join(TABLES)})"
+            )
+        out.append(Region(doc, name, i + 1, end))
+        i = end + 1
+    return out
+
+
+def first_difference(region: Region, have: list[str], want: list[str]) -> str:
+    """Which line of a table differs, as the doc has it and as the results give it."""
+    for k, (a, b) in enumerate(zip(have, want)):
+        if a != b:
+            where = f"{rel(region.doc)}:{region.start + k + 1}"
+            return (f"{where}: table {region.name!r} differs from the results at its line {k + 1}:\n"
+                    f"  doc:     {a}\n  results: {b}")  # fmt: skip
+    k = min(len(have), len(want))
+    extra = have[k] if len(have) > k else None
+    missing = want[k] if len(want) > k else None
+    line = f"  doc:     {extra}" if extra is not None else f"  results: {missing}"
+    what = "has a line the results do not give" if extra is not None else "lacks a line the results give"
+    return (
+        f"{rel(region.doc)}:{region.start + k + 1}: table {region.name!r} {what} (its line {k + 1}):\n{line}"
+    )
+
+
+def sync(docs: list[Path], res: Results, check: bool, every_table: bool = True) -> list[str]:
+    """Write (or, with ``check``, compare) every generated table of ``docs``; the problems found.
+
+    With ``every_table``, a table of :data:`TABLES` that no doc shows is a problem too."""
+    problems: list[str] = []
+    rendered: dict[str, list[str]] = {}
+    shown: set[str] = set()
+    for doc in docs:
+        try:
+            lines = doc.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise SystemExit(f"{doc}: no such doc") from None
+        found = regions(doc, lines)
+        for region in reversed(found):  # from the end: earlier indices stay valid
+            shown.add(region.name)
+            if region.name not in rendered:
+                rendered[region.name] = TABLES[region.name](res).splitlines()
+            have, want = lines[region.start : region.end], rendered[region.name]
+            if have != want:
+                problems.append(first_difference(region, have, want))
+                lines[region.start : region.end] = want
+        if found and not check:
+            doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if every_table:
+        problems += [f"table {name!r} is in no doc ({', '.join(rel(d) for d in docs)})"
+                     for name in TABLES if name not in shown]  # fmt: skip
+    return sorted(problems)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 where a doc differs")
+    p.add_argument("--results", type=Path, default=RESULTS, help="the result files (default: %(default)s)")
+    p.add_argument("--docs", type=Path, nargs="+", default=None, metavar="FILE",
+                   help="the docs to write or check (default: the benchmark pages)")  # fmt: skip
+    p.add_argument("--print", default=None, metavar="NAME", choices=list(TABLES), help="print one table")
+    a = p.parse_args(argv)
+    res = Results(a.results)
+    if a.print is not None:
+        print(TABLES[a.print](res))
+        return 0
+    docs = list(a.docs) if a.docs else list(DOCS)
+    problems = sync(docs, res, a.check, every_table=a.docs is None)
+    if a.check and problems:
+        print("\n".join(problems), file=sys.stderr)
+        print(
+            "\nthe docs differ from benchmarks/results: run python benchmarks/docs_tables.py", file=sys.stderr
+        )
+        return 1
+    unplaced = [x for x in problems if "is in no doc" in x]
+    if unplaced:
+        print("\n".join(unplaced), file=sys.stderr)
+        return 1
+    changed = len(problems)
+    print(f"docs_tables: {changed} table(s) rewritten" if changed else "docs_tables: the docs are up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""The benchmark docs' tables are generated from benchmarks/results/ (benchmarks/docs_tables.py):
+the committed docs match the committed results, and a figure changed on either side is caught."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "docs" / "benchmarks.md", *sorted((ROOT / "docs" / "benchmarks").glob("*.md"))]
+
+
+def _module() -> Any:
+    spec = importlib.util.spec_from_file_location("docs_tables", ROOT / "benchmarks" / "docs_tables.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+dt = _module()
+
+
+def test_the_docs_show_what_the_committed_results_give() -> None:
+    """Fails when a table in docs/benchmarks*.md differs from benchmarks/results/ (a figure
+    copied by hand, or results added without `python benchmarks/docs_tables.py`)."""
+    problems = dt.sync(list(dt.DOCS), dt.Results(), check=True)
+    assert not problems, "\n".join(problems) + "\n\nrun: python benchmarks/docs_tables.py"
+    assert {p.name for p in dt.DOCS} >= {"benchmarks.md", "ablation.md", "label-efficiency.md", "dmc.md"}
+
+
+def test_the_summary_fits_one_page_and_shows_the_tables_of_today() -> None:
+    summary = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert len(summary.encode()) <= 30_000
+    glance = summary.split("<!-- generated: at-a-glance -->")[1].split("<!-- end generated")[0]
+    cheetah = next(line for line in glance.splitlines() if line.startswith("| HalfCheetah-v5 |"))
+    broad = json.loads(
+        (
+            ROOT / "benchmarks/results/HalfCheetah-v5-sac-oracle-50l-100000s-method=broad/result.json"
+        ).read_text()
+    )
+    # today's default on HalfCheetah is the broad first reward: its 50-label runs are the row
+    assert f"| **50** | **{broad['median_normalized_score']:.2f}** (" in cheetah, cheetah
+
+
+def _copies(tmp_path: Path) -> list[Path]:
+    out = []
+    for page in PAGES:
+        dest = tmp_path / page.relative_to(ROOT)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(page, dest)
+        out.append(dest)
+    return out
+
+
+def test_a_figure_changed_in_a_doc_is_named_with_its_table_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = _copies(tmp_path)
+    summary = docs[0]
+    text = summary.read_text()
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("| HalfCheetah-v5 |"))
+    bump = lambda m: f"**{m.group(1)}.{int(m.group(2)) ^ 1:02d}**"  # noqa: E731  # 1.14 -> 1.15
+    changed = re.sub(r"\*\*(\d)\.(\d\d)\*\*", bump, lines[at], count=1)
+    assert changed != lines[at]
+    summary.write_text(text.replace(lines[at], changed))
+    argv = ["--check", "--docs", *map(str, docs)]
+    assert dt.main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"{summary}:{at + 1}: table 'at-a-glance' differs from the results" in err, err
+    assert f"doc:     {changed}" in err and f"results: {lines[at]}" in err
+    assert dt.main(["--docs", *map(str, docs)]) == 0  # writes the results' figure back
+    assert summary.read_text() == text
+    assert dt.main(argv) == 0
+
+
+def _speed_results(tmp_path: Path) -> Path:
+    res = tmp_path / "results"
+    res.mkdir()
+    shutil.copy(ROOT / "benchmarks/results" / dt.SPEED_FILE, res / dt.SPEED_FILE)
+    return res
+
+
+def test_a_figure_changed_in_the_results_fails_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    res = _speed_results(tmp_path)
+    doc = tmp_path / "speed.md"
+    doc.write_text("# Speed\n\n<!-- generated: speed -->\n<!-- end generated: speed -->\n\nafter\n")
+    assert dt.main(["--results", str(res), "--docs", str(doc)]) == 0
+    written = doc.read_text()
+    assert "**20.9x**" in written and written.endswith("\n\nafter\n")
+    data = json.loads((res / dt.SPEED_FILE).read_text())
+    data["ratio.single"] = 19.4  # a new measurement
+    (res / dt.SPEED_FILE).write_text(json.dumps(data))
+    capsys.readouterr()
+    assert dt.main(["--check", "--results", str(res), "--docs", str(doc)]) == 1
+    err = capsys.readouterr().err
+    assert "table 'speed' differs from the results at its line 3" in err and "**19.4x**" in err, err
+    assert doc.read_text() == written  # --check writes nothing
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "<!-- generated: nonesuch -->\n<!-- end generated: nonesuch -->\n",
+            "no generated table named 'nonesuch'",
+        ),
+        ("<!-- generated: speed -->\n| a |\n", "generated table 'speed' is not closed"),
+        (
+            "<!-- generated: speed -->\n<!-- end generated: overhead -->\n",
+            "generated table 'speed' is not closed",
+        ),
+        ("text\n<!-- end generated: speed -->\n", "without its opening marker"),
+    ],
+)
+def test_broken_markers_are_refused_with_the_doc_and_line(tmp_path: Path, body: str, message: str) -> None:
+    doc = tmp_path / "page.md"
+    doc.write_text("# Page\n\n" + body)
+    with pytest.raises(SystemExit, match=re.escape(message)) as e:
+        dt.main(["--check", "--results", str(_speed_results(tmp_path)), "--docs", str(doc)])
+    assert str(doc) + ":" in str(e.value)
+
+
+def test_every_registered_table_is_shown_in_some_doc(tmp_path: Path) -> None:
+    doc = tmp_path / "page.md"
+    doc.write_text("<!-- generated: speed -->\n<!-- end generated: speed -->\n")
+    problems = dt.sync([doc], dt.Results(_speed_results(tmp_path)), check=True, every_table=True)
+    assert "table 'overhead' is in no doc" in "\n".join(problems)
+
+
+def _result(root: Path, name: str, labels: int, scores: list[float], output: str, **kw: Any) -> None:
+    d = root / name
+    d.mkdir(parents=True)
+    res = {
+        "env": "Toy-v0", "agent": "sac", "teacher": "oracle", "labels": labels, "steps": 1000,
+        "iterations": 14, "loop_options": kw.get("loop_options", {}), "scores": scores,
+        "seeds": list(range(len(scores))), "median_normalized_score": sorted(scores)[len(scores) // 2],
+        "learned_return": 1.0, "oracle_return": 2.0, "random_return": 0.0, "learned_train_wall_s": 1.0,
+        **{k: v for k, v in kw.items() if k != "loop_options"},
+    }  # fmt: skip
+    (d / "result.json").write_text(json.dumps(res))
+    for seed in range(len(scores)):
+        (d / f"seed{seed}-learned.json").write_text(json.dumps({"return": 1.0, "reward_output": output}))
+
+
+def test_at_a_glance_reads_todays_defaults_from_what_the_runs_resolved(tmp_path: Path) -> None:
+    """Random actions that only meet time limits (the runs resolved a linear output): today's
+    default there is the broad first reward, so its runs are the row, and an older setting that
+    needed fewer labels is shown beside it."""
+    broad = {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 30,
+             "initial_steps_per_label": 100, "trainer.l2_init": 0.01}  # fmt: skip
+    _result(tmp_path, "broad-20", 20, [0.5, 0.6, 0.7], "linear", method="broad", loop_options=broad,
+            reward_next_obs=True, query_selection="probability", selection_from=30)  # fmt: skip
+    _result(tmp_path, "broad-50", 50, [0.9, 1.0, 1.1], "linear", method="broad", loop_options=broad,
+            reward_next_obs=True, query_selection="probability", selection_from=30)  # fmt: skip
+    _result(tmp_path, "old-10", 10, [0.95, 0.95], "linear", method="baseline")
+    table = dt.at_a_glance(dt.Results(tmp_path))
+    row = table.splitlines()[2]
+    assert row.startswith("| Toy-v0 | SAC | **50** | **1.00** (0.90, 1.00, 1.10) | 1,000 |"), row
+    assert row.endswith("| 10: **0.95** (0.95, 0.95), 1,000 steps, options – |"), row
+    # where random actions reach a termination (tanh), the broad runs are not today's defaults
+    for seed in (tmp_path / "broad-50").glob("seed*-learned.json"):
+        seed.write_text(json.dumps({"reward_output": "tanh"}))
+    for seed in (tmp_path / "broad-20").glob("seed*-learned.json"):
+        seed.write_text(json.dumps({"reward_output": "tanh"}))
+    for seed in (tmp_path / "old-10").glob("seed*-learned.json"):
+        seed.write_text(json.dumps({"reward_output": "tanh"}))
+    row = dt.at_a_glance(dt.Results(tmp_path)).splitlines()[2]
+    assert "| not measured | – |" in row and "| 10: **0.95**" in row, row
+
+
+LINK = re.compile(r"\]\(([^)#\s:]+\.md)(#[^)\s]+)?\)")
+"""A relative link to a Markdown page, with its section."""
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors of a Markdown page."""
+    out = set()
+    for line in page.read_text().splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", title)))
+    return out
+
+
+def test_links_to_and_from_the_benchmark_pages_resolve() -> None:
+    """Links into the benchmark pages (README, docs) and out of them (the moved sections), and
+    the pages src/ names in docstrings and --help."""
+    pages = {p.resolve() for p in PAGES}
+    broken = []
+    for src in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *PAGES[1:]]:
+        for target, anchor in LINK.findall(src.read_text()):
+            page = (src.parent / target).resolve()
+            if src.resolve() not in pages and page not in pages:
+                continue
+            if not page.is_file():
+                broken.append(f"{src.relative_to(ROOT)}: {target} (no such page)")
+            elif anchor and anchor[1:] not in _anchors(page):
+                broken.append(f"{src.relative_to(ROOT)}: {target}{anchor} (no such section)")
+    for src in sorted((ROOT / "src" / "prefrl").rglob("*.py")):
+        for target in re.findall(r"docs/benchmarks[\w./-]*\.md", src.read_text()):
+            if not (ROOT / target).is_file():
+                broken.append(f"{src.relative_to(ROOT)}: {target} (no such page)")
+    assert not broken, "\n".join(broken)
