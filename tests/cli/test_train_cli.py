@@ -52,12 +52,12 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_help_says_what_and_default_not_results(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 34.4: measured results (``0.62 -> 0.99``) belong in docs/benchmarks.md, not --help."""
+    """Issue 34.4: measured results (``0.62 -> 0.99``) belong in docs/benchmarks/, not --help."""
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert not re.search(r"\d\.\d+ ?(->|→) ?\d", text), re.search(r".{60}\d\.\d+ ?(->|→) ?\d.{20}", text)
-    assert "docs/benchmarks.md" in text  # where the evidence is
+    assert "docs/benchmarks/defaults.md" in text  # where the evidence is
 
 
 def test_help_rewraps_wrapped_docstring_lines(capsys: pytest.CaptureFixture[str]) -> None:

@@ -101,7 +101,7 @@ class SpatialSoftmaxCNN(BaseFeaturesExtractor):
     sharpness has grown (Adam moves it by ~ the learning rate per step). On the 40x40 moving
     dot, PPO on the true reward returned 97-152 after 10,000-30,000 steps with these features,
     against 11-25 after 100,000 with keypoints of three random 3x3 convolutions
-    (docs/benchmarks.md).
+    (docs/benchmarks/moving-dot.md).
 
     Args:
         observation_space: ``[C, H, W]`` images (SB3 transposes channel-last ones and scales

@@ -75,7 +75,7 @@ class AgentConfig:
     ent_coef: OptFloat = None
     """Entropy bonus of ppo and a2c. None (auto): 0.01 for an agent trained on a learned reward
     with discrete actions on images (RL Baselines3 Zoo's Atari setting), else 0, SB3's default
-    (why: docs/benchmarks.md, "Where defaults come from")."""
+    (why: docs/benchmarks/defaults.md)."""
     extra: str = "{}"
     """Further keyword arguments of the SB3 class as a JSON object, e.g. '{"tau": 0.01}' (they win
     over the options above)."""
@@ -89,7 +89,7 @@ class AgentConfig:
     """Hybrid replay: how many of the newest transitions count as recent."""
     backend: Literal["sb3", "sbx"] = "sb3"
     """sb3: stable-baselines3 (PyTorch), or sbx: its JAX port, with the agents sac, td3, dqn and ppo
-    (pip install "prefrl[sbx]"; speed: docs/benchmarks.md, "Agent backends").
+    (pip install "prefrl[sbx]"; speed: docs/benchmarks/speed.md, "Agent backends").
     Policies are saved in prefrl's own format (prefrl.agents.policy_io: safetensors + JSON)."""
 
     def __post_init__(self) -> None:

@@ -62,7 +62,7 @@ class RewardNetConfig:
     """Reward reads the next observation s' (flat CNN: stacked onto the current image along channels;
     keypoint CNN: the keypoints of s and their displacement to s'; REED: the encoding of s'). None
     (auto): on for the MLP, REED and the keypoint CNN, off for the flat CNN, written to config.json as
-    the one chosen (why: docs/benchmarks.md, "Reward inputs: the next observation")."""
+    the one chosen (why: docs/benchmarks/reward-inputs.md)."""
     use_done: bool = False
     """Reward reads the terminal flag."""
     action_heads: OptBool = None
@@ -70,7 +70,7 @@ class RewardNetConfig:
     as a DQN's Q-values) instead of a one-hot action input. None (auto): on for a CNN reward with a
     Discrete action that does not read the keypoints' displacement, off where it does (the
     displacement says what the action did) and for the MLP; written to config.json as the one
-    chosen. See docs/core.md; why: docs/benchmarks.md, "Where defaults come from"."""
+    chosen. See docs/core.md; why: docs/benchmarks/defaults.md."""
     output: Literal["auto", "linear", "tanh"] = "auto"
     """Per-step reward output: tanh (bounded to (-1, 1), as in B-Pref: a state no label covers cannot
     pay more than the states the labels favour), linear (unbounded), or auto: tanh when random actions

@@ -84,9 +84,9 @@ def resolve_reward_output(terminates: bool) -> Literal["linear", "tanh"]:
     """``--reward.output auto``: tanh where random actions reach a termination
     (:func:`random_actions_terminate`), linear where they only meet time limits.
 
-    Measured (docs/benchmarks.md): the bounded output fixed InvertedPendulum and Hopper and left
-    CartPole, Acrobot and the double pendulum at the oracle's level; on HalfCheetah, which never
-    terminates, the linear output scored higher.
+    Measured (docs/benchmarks/label-efficiency.md): the bounded output fixed InvertedPendulum and
+    Hopper and left CartPole, Acrobot and the double pendulum at the oracle's level; on
+    HalfCheetah, which never terminates, the linear output scored higher.
     """
     return "tanh" if terminates else "linear"
 
@@ -103,7 +103,7 @@ def resolve_steps_per_label(broad: bool) -> int:
     the initial queries' clips overlap), none where they reach a termination (1,000 steps
     already hold many short episodes).
 
-    Measured with the L2 of :data:`BROAD_L2` (docs/benchmarks.md, "Where defaults come from"):
+    Measured with the L2 of :data:`BROAD_L2` (docs/benchmarks/defaults.md):
     HalfCheetah-v5 50 oracle labels 0.71 -> 1.14 (5 seeds), 100 mistake labels 0.64 -> 1.05,
     Swimmer and Reacher up, Pendulum and Acrobot unchanged; on Hopper, whose random actions
     fall, it lost two seeds of three.

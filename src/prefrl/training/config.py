@@ -33,7 +33,7 @@ HELDOUT_PAIRS = 200
 AUTO_END_CLIP_FRAC = 0.5
 """Share of query clips drawn at episode ends while most labels are ties (``end_clip_frac=None``):
 on Acrobot-v1 with 30 labels it turned a run whose every label was a tie (return -500) into
-one that learned (see docs/benchmarks.md)."""
+one that learned (see docs/benchmarks/label-efficiency.md)."""
 
 
 def _ties(labels: np.ndarray) -> np.ndarray:
@@ -72,15 +72,14 @@ class LoopConfig:
     queries clips of several episodes to choose from rather than overlapping clips of one.
     Default auto: 100 where random actions only meet time limits (their episodes are long),
     0 where they reach a termination within initial_steps (many short episodes already);
-    resolved by prefrl train (a loop built in code takes 0). Evidence: docs/benchmarks.md,
-    "Where defaults come from"."""
+    resolved by prefrl train (a loop built in code takes 0). Evidence: docs/benchmarks/defaults.md."""
     random_action_size: Literal["full", "varied", "mixed"] = "full"
     """How the random-action steps before the first query act (continuous actions): full
     (uniform over the action range), varied (each environment draws a size s ~ U(0, 1) every
     fragment_length steps and acts uniformly within s of the range around its centre, so the
     first clips differ in how hard they act and their labels can teach the reward a control
     cost), or mixed (half of the draws full, half varied). See prefrl.agents.random_actions
-    and docs/benchmarks.md."""
+    and docs/benchmarks/first-reward.md."""
     pretrain_steps: int = 0
     """Unsupervised pre-training steps (PEBBLE state-entropy reward) before the first query."""
     fragment_length: int = 50
@@ -106,14 +105,14 @@ class LoopConfig:
     disagreement (PEBBLE) instead of uniformly, once active_selection_from labels are in.
     None (auto, the default): on where it can work (ensemble_size >= 2, or the entropy
     measure), written to config.json as the one chosen (against uniform queries:
-    docs/benchmarks.md, "Where defaults come from")."""
+    docs/benchmarks/defaults.md)."""
     active_selection_oversampling: int = 5
     """With active selection: candidate pairs considered per query asked."""
     active_selection_from: int = 30
     """With active selection: queries stay uniform until the reward has been trained on this
     many labels that prefer a clip (ties do not count; 0: disagreement from the first query
     after the initial batch, PEBBLE's way). An ensemble trained on a handful of labels, or on
-    ties, disagrees mostly by chance (docs/benchmarks.md, "Where defaults come from")."""
+    ties, disagrees mostly by chance (docs/benchmarks/defaults.md)."""
     active_selection_share: float = 1.0
     """With active selection: share of each iteration's queries chosen by disagreement; the
     rest are drawn uniformly among the other candidates (1: all by disagreement)."""
@@ -121,7 +120,7 @@ class LoopConfig:
     """Disagreement measure for active selection. probability (PEBBLE's): the spread of the
     members' preference probabilities, largest where members disagree on which clip is better.
     logit: the variance of their logits, which grows with the size of a return gap the members
-    agree on (long absorbing tails); see docs/benchmarks.md, "Where defaults come from"."""
+    agree on (long absorbing tails); see docs/benchmarks/queries.md, "Which disagreement"."""
     max_labels_kept: OptInt = 3000
     """Train on at most this many of the newest labels (older ones dropped, bounding memory in
     long pixel runs); None keeps all."""

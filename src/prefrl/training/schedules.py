@@ -10,7 +10,7 @@ FRONT_SHARE = 1.0 / 3.0
 """The ``front`` schedule asks every label after the initial batch in this first share of the
 iterations, evenly, so that the reward is fitted on the whole budget while the agent is still
 young (the agent's early iterations are where a reward fitted on a handful of labels sends it
-the wrong way, docs/benchmarks.md)."""
+the wrong way, docs/benchmarks/first-reward.md)."""
 
 SCHEDULES: dict[str, Callable[[float], float]] = {
     "constant": lambda t: 1.0,
