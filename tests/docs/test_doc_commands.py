@@ -1,9 +1,9 @@
-"""Docs are code: every shell command in README.md and docs/*.md runs here, as a short variant.
+"""Docs are code: every shell command in README.md and docs/**.md runs here, as a short variant.
 
 How it works:
 
-* The fenced blocks of README.md and docs/*.md are read at collection time, so a new block
-  is picked up without touching this file. Blocks tagged ``bash``, ``sh``, ``shell`` or
+* The fenced blocks of README.md, docs/*.md and docs/benchmarks/*.md are read at collection
+  time, so a new block is picked up without touching this file. Blocks tagged ``bash``, ``sh``, ``shell`` or
   ``console`` (only its ``$ `` lines) are commands, and so is an untagged block whose
   lines all start with a known program (``prefrl``, ``python``, ``bash``, ...).
 * A block is split into commands: ``\\`` continuations are joined, ``# comments`` dropped,
@@ -58,7 +58,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DOC_GLOBS = ("README.md", "docs/*.md")
+DOC_GLOBS = ("README.md", "docs/*.md", "docs/benchmarks/*.md")
 SHELL_TAGS = ("bash", "sh", "shell", "console")
 # An untagged block is a command block when every command in it starts with one of these.
 KNOWN_PROGRAMS = tuple("prefrl python python3 bash sh pip pip3 pytest ruff tensorboard".split())
@@ -349,6 +349,11 @@ RULES: tuple[Rule, ...] = (
         sweep_short,
         slow=lambda a: True,
         outputs=lambda a: [f"{opt(a, '--out')}/summary.md", f"{opt(a, '--out')}/results.jsonl"],
+    ),
+    Rule(  # the committed results against the docs; --check: the docs are the repository's, not rewritten
+        "benchmarks/docs_tables.py",
+        script_is("benchmarks/docs_tables.py"),
+        lambda a: a if has(a, "--check") or has(a, "--print") else [*a, "--check"],
     ),
     Rule(  # likewise: the committed results, the plot into the sandbox
         "benchmarks/ablation.py",
