@@ -1,0 +1,110 @@
+"""Exact reproduction: a fixed-seed run gives the figures it gave before the loop became stages.
+
+``golden/*.json`` were written by the loop as one class (commit 6b9df36, before issue 46's
+stages) with ``python -m tests.training.test_golden --write``: a tiny CartPole PPO run from
+scratch, and the resume of ``golden/pendulum_sac_v1/``, a run directory that code left after
+its iteration-2 checkpoint (as a kill there leaves it: a version-1 ``state.json``, replay buffer,
+normaliser, evaluations). Every figure but wall-clock time must come out the same: a change to
+the order of the loop's random draws, a stage that forgets part of its state, or a checkpoint
+field read back differently shows up here. (The figures are this CPU's arithmetic: a machine
+whose float rounding differs may need the golden files written again from that commit.)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prefrl.cli.main import main
+
+HERE = Path(__file__).parent / "golden"
+TINY = ["--agent.net-arch", "16", "16", "--agent.batch-size", "32", "--reward.hidden", "16", "16",
+        "--reward.ensemble-size", "2", "--trainer.epochs", "2", "--loop.fragment-length", "20",
+        "--no-progress", "--no-page", "--threads", "1"]  # fmt: skip
+CARTPOLE = ["--seed", "1", "--env.id", "CartPole-v1", "--agent.algo", "ppo", "--agent.n-steps", "128",
+            "--loop.total-steps", "1024", "--loop.iterations", "4", "--loop.initial-steps", "256",
+            "--loop.total-labels", "12", "--eval-episodes", "2", "--eval-interval", "256", *TINY]  # fmt: skip
+WALL_CLOCK = ("time/", "reward/wall_s", "reward/comparisons_per_s")
+REPORT = ("env_steps", "true_return", "true_return_std", "random_return", "labels_used", "queries_asked",
+          "evaluations", "eval_last10_mean", "reward_accuracy", "label_tie_fraction")  # fmt: skip
+
+
+def _number(text: str) -> float | None:
+    return None if text in ("", "nan") else float(text)
+
+
+def figures(run: Path) -> dict[str, Any]:
+    """Every figure of a finished run but wall-clock time: metrics.csv, evaluations.csv, the
+    report's results and the labels (pairs and answers)."""
+    with (run / "metrics.csv").open() as f:
+        rows = [{k: _number(v) for k, v in r.items() if not k.startswith(WALL_CLOCK)} for r in csv.DictReader(f)]
+    evals = (run / "evaluations.csv").read_text().splitlines()[1:] if (run / "evaluations.csv").exists() else []
+    report = json.loads((run / "report.json").read_text())
+    with np.load(run / "preferences.npz", allow_pickle=False) as prefs:
+        labels = {"pairs": prefs["pairs"].tolist(), "labels": prefs["labels"].tolist()}
+    return {"metrics": rows, "evaluations": evals, "report": {k: report.get(k) for k in REPORT}, **labels}
+
+
+def _same(got: Any, want: Any, where: str = "") -> list[str]:
+    """Where ``got`` and ``want`` differ (floats equal to 1e-9, relative)."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        keys = sorted(set(want) | set(got))
+        return [d for k in keys for d in _same(got.get(k, "<missing>"), want.get(k, "<missing>"), f"{where}.{k}")]
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        return [d for i, (g, w) in enumerate(zip(got, want)) for d in _same(g, w, f"{where}[{i}]")]
+    if isinstance(want, float) and isinstance(got, float | int) and not isinstance(got, bool):
+        return [] if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12) else [f"{where}: {got!r} != {want!r}"]
+    return [] if got == want else [f"{where}: {got!r} != {want!r}"]
+
+
+def _cartpole(run: Path) -> None:
+    assert main(["train", "--run-dir", str(run), *CARTPOLE]) == 0
+
+
+def _resume_v1(run: Path) -> None:
+    shutil.copytree(HERE / "pendulum_sac_v1", run)
+    assert main(["train", "--resume", str(run), "--no-progress", "--no-page"]) == 0
+
+
+def _check(run: Path, name: str) -> None:
+    want = json.loads((HERE / f"{name}.json").read_text())
+    diffs = _same(figures(run), want)
+    assert not diffs, f"{len(diffs)} figures differ from golden/{name}.json, the first:\n" + "\n".join(diffs[:10])
+
+
+def test_a_fixed_seed_run_gives_the_figures_it_gave_before(tmp_path: Path) -> None:
+    _cartpole(tmp_path / "run")
+    _check(tmp_path / "run", "cartpole_ppo")
+
+
+def test_a_checkpoint_written_before_the_stages_resumes_to_the_same_figures(tmp_path: Path) -> None:
+    state = json.loads((HERE / "pendulum_sac_v1/checkpoints/iter_000002/state.json").read_text())
+    assert state["version"] == 1 and "rng" in state and "normalizer" in state  # as that code wrote it
+    _resume_v1(tmp_path / "run")
+    _check(tmp_path / "run", "pendulum_sac_resumed")
+    report = json.loads((tmp_path / "run/report.json").read_text())
+    assert report["resumed"] and report["env_steps"] == 700 and report["labels_used"] == 10
+
+
+def test_the_comparison_sees_a_changed_figure() -> None:
+    want = {"metrics": [{"reward/train_loss": 0.25, "labels/asked": 3.0}], "pairs": [[0, 1]]}
+    assert _same(json.loads(json.dumps(want)), want) == []
+    assert _same({"metrics": [{"reward/train_loss": 0.25 + 1e-6, "labels/asked": 3.0}], "pairs": [[0, 1]]}, want)
+    assert _same({"metrics": [{"reward/train_loss": 0.25}], "pairs": [[0, 1]]}, want)  # a metric gone
+    assert _same({**want, "pairs": [[1, 0]]}, want)
+
+
+if __name__ == "__main__" and "--write" in sys.argv:  # the golden files, from the code on sys.path
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make in (("cartpole_ppo", _cartpole), ("pendulum_sac_resumed", _resume_v1)):
+            make(Path(tmp) / name)
+            (HERE / f"{name}.json").write_text(json.dumps(figures(Path(tmp) / name), indent=1) + "\n")
