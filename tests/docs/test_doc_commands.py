@@ -95,6 +95,12 @@ TINY_TRAIN = tuple(
     "--agent.buffer-size 2000".split()
 )
 LABEL_EFFICIENCY_SHORT = tuple("--steps 600 --labels 4 --seeds 1 --iterations 2 --eval-episodes 1".split())
+ATARI_SHORT = tuple(
+    "--steps 1024 --labels 6 --seeds 1 --jobs 2 --eval-interval 1024 --out runs/atari".split()
+)
+IMAGE_REWARD_SHORT = tuple(
+    "--labels 8 --steps 2 --train-steps 200 --test-steps 100 --eval-pairs 10 --draws 1".split()
+)
 REWARD_LEARNING_SHORT = tuple("--threads 1 --epochs 1 --rounds 1".split())
 MOVING_DOT_SHORT = tuple(
     "--total-timesteps 256 --n-steps 64 --eval-episodes 1 --total-labels 20 --learned-after 1".split()
@@ -322,6 +328,29 @@ RULES: tuple[Rule, ...] = (
         lambda a: [*a, *LABEL_EFFICIENCY_SHORT],
         slow=lambda a: True,
         outputs=lambda a: [f"{opt(a, '--out') or 'runs/label_efficiency'}/*/result.json"],
+    ),
+    Rule(  # the Atari table of what finished, in the sandbox (result files copied nowhere)
+        "benchmarks/atari.py --table",
+        lambda a: script_is("benchmarks/atari.py")(a) and has(a, "--table"),
+        lambda a: [
+            *[x for i, x in enumerate(a) if "--copy-to" not in a[max(0, i - 1) : i + 1]],
+            "--out",
+            "runs/atari",
+        ],
+    ),
+    Rule(  # one seed of each side, 1,024 agent steps, 6 labels, evaluated once
+        "benchmarks/atari.py",
+        script_is("benchmarks/atari.py"),
+        lambda a: [*a, *ATARI_SHORT],
+        slow=lambda a: True,
+        outputs=lambda a: ["runs/atari/*/*-seed0.json"],
+    ),
+    Rule(  # one draw, a few labels and optimiser steps
+        "benchmarks/image_reward.py",
+        script_is("benchmarks/image_reward.py"),
+        lambda a: [*a, *IMAGE_REWARD_SHORT],
+        slow=lambda a: "ALE/" in " ".join(a),
+        outputs=lambda a: [o] if (o := opt(a, "--out")) else [],
     ),
     Rule(  # the table of what finished, in the sandbox (result files copied nowhere)
         "benchmarks/frontier.py --table",
