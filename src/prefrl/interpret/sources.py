@@ -17,6 +17,7 @@ import numpy as np
 
 import prefrl.envs.gridworld  # noqa: F401  (registers prefrl/GridWorld-v0)
 from prefrl.agents.rollout import collect_episodes
+from prefrl.agents.sb3 import make_env
 from prefrl.data.arrays import obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
@@ -108,8 +109,8 @@ class Sources:
     def make_env(self) -> gym.Env:
         if self.env is None:
             raise ValueError("no environment: pass --env ID (e.g. prefrl/GridWorld-v0)")
-        try:
-            return gym.make(self.env)
+        try:  # as prefrl train makes it: Atari preprocessing, flat DMC observations, MuJoCo's log routed
+            return make_env(self.env)
         except gym.error.Error as e:
             raise ValueError(f"cannot make environment {self.env!r}: {e}") from e
 
