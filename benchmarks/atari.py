@@ -285,11 +285,12 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
         rand = json.loads(rand_path.read_text())["random_return"] if rand_path.exists() else None
         sides: dict[str, dict[int, dict[str, Any]]] = {s: {} for s in SIDES}
         for side in SIDES:
-            for run in sorted(root.glob(f"{side}-seed*")):
-                if run.suffix:
-                    continue
-                seed = int(run.name.rsplit("seed", 1)[1])
-                result = root / f"{run.name}.json"
+            names = {
+                p.name.split(".")[0] for p in root.glob(f"{side}-seed*")
+            }  # runs, results, progress files
+            for name in sorted(names):
+                run, seed = root / name, int(name.rsplit("seed", 1)[1])
+                result, kept = root / f"{name}.json", root / f"{name}.progress.json"
                 if result.exists():
                     r = json.loads(result.read_text())
                     sides[side][seed] = {
@@ -300,6 +301,11 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                     }
                 elif evals := progress(run):
                     sides[side][seed] = {"finished": False, "evaluations": evals}
+                elif kept.exists():  # a committed copy of a running run's progress
+                    sides[side][seed] = {
+                        "finished": False,
+                        "evaluations": json.loads(kept.read_text())["evaluations"],
+                    }
         for side in SIDES:
             for r in sides[side].values():
                 r["steps"] = int(r["evaluations"][-1][0])

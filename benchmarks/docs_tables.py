@@ -464,6 +464,39 @@ COMPARISONS: dict[str, Comparison] = {
 """Tables of settings side by side, named by the prose around them."""
 
 
+# ------------------------------------------------------------------------------ pixels
+def atari(res: Results) -> str:
+    """Atari from preferences beside the same agent on the game's reward (``atari.py``)."""
+    at = _load("atari")
+    return str(at.markdown(at.summarize(res.root / "atari", None)))
+
+
+def image_reward(res: Results) -> str:
+    """The offline image-reward probe (``image_reward.py``): per file, each variant's median
+    held-out accuracy, correlation with the true reward and fitting time over its draws."""
+    rows = []
+    for path in sorted((res.root / "image_reward").glob("*.json")):
+        summary = json.loads(path.read_text())["summary"]
+        variants = [k for k, v in summary.items() if isinstance(v, dict)]
+        for name in variants:
+            v = summary[name]
+            draws = ", ".join(f"{a:.3f}" for a in v["accuracies"])
+            budget = [str(summary[k]) for k in ("labels", "steps", "draws")]
+            accuracy, pearson = f"{v['accuracy']:.3f} ({draws})", f"{v['pearson']:.2f}"
+            rows.append([summary["env"], *budget, name, accuracy, pearson, f"{v['fit_s']:.0f}"])
+    head = [
+        "env",
+        "labels",
+        "optimiser steps",
+        "draws",
+        "variant",
+        "held-out accuracy (draws)",
+        "pearson",
+        "fit s",
+    ]
+    return markdown_table(head, rows)
+
+
 # ------------------------------------------------------------------------------ registry
 TABLES: dict[str, Callable[[Results], str]] = {
     "at-a-glance": at_a_glance,
@@ -473,6 +506,8 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "speed": speed,
     "overhead": overhead,
     "backends": backends,
+    "atari": atari,
+    "image-reward": image_reward,
     **COMPARISONS,
 }
 """Table name (as the doc markers write it) -> the function that renders it from the results.

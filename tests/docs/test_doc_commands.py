@@ -74,6 +74,8 @@ FAST_TIMEOUT_S, SLOW_TIMEOUT_S = 180, 570
 EXCLUDED: dict[str, str] = {
     "pip install": "installs software (into the current or another virtual environment)",
     "python -m venv": "creates a virtual environment (an install step)",
+    "scripts/install.sh": "installs prefrl and the PREFRL_EXTRAS it names into .venv "
+    "(tests/envs/test_procgen.py runs its Procgen step against a recording venv)",
     "bash .ci/run": "CI from nothing: installs Chromium and the package, lints, then runs the whole suite",
     "scripts/postgres.sh": "starts a PostgreSQL server (installs Debian's package as root); .ci/run runs it",
     "HEAD_IP": "a Ray cluster at a placeholder address (tests/cli/test_sweep.py starts a real one)",
@@ -345,12 +347,12 @@ RULES: tuple[Rule, ...] = (
         slow=lambda a: True,
         outputs=lambda a: ["runs/atari/*/*-seed0.json"],
     ),
-    Rule(  # one draw, a few labels and optimiser steps
+    Rule(  # one draw, a few labels and optimiser steps; the result file into the sandbox, not results/
         "benchmarks/image_reward.py",
         script_is("benchmarks/image_reward.py"),
-        lambda a: [*a, *IMAGE_REWARD_SHORT],
+        lambda a: [*a, *IMAGE_REWARD_SHORT, *(["--out", "image_reward.json"] if has(a, "--out") else [])],
         slow=lambda a: "ALE/" in " ".join(a),
-        outputs=lambda a: [o] if (o := opt(a, "--out")) else [],
+        outputs=lambda a: ["image_reward.json"] if has(a, "--out") else [],
     ),
     Rule(  # the table of what finished, in the sandbox (result files copied nowhere)
         "benchmarks/frontier.py --table",
