@@ -196,9 +196,7 @@ def parse_args(argv: list[str]) -> TrainConfig:
             raise ValueError(f"{flag} is set from --seed (one seed for env, agent, loop, trainer)")
     resume, cfg_file = _flag_value(argv, "--resume"), _flag_value(argv, "--config")
     if resume is not None:
-        default = config_from_dict(
-            read_run_config(Path(resume)), f"{resume}/config.json"
-        )
+        default = config_from_dict(read_run_config(Path(resume)), f"{resume}/config.json")
     elif cfg_file is not None:
         default = config_from_dict(read_json(Path(cfg_file), "config file"), cfg_file)
     cfg = tyro.cli(TrainConfig, default=default, args=argv, prog="prefrl train")
