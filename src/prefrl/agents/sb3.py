@@ -31,6 +31,7 @@ from prefrl.envs.atari import is_atari_id, make_atari_env, register_ale, use_ata
 from prefrl.envs.dmc import FlattenBoxDict, is_box_dict, is_dmc_id, register_dmc
 from prefrl.envs.headless import choose_headless_renderers
 from prefrl.envs.mujoco_log import route_mujoco_warnings
+from prefrl.envs.procgen import check_procgen, is_procgen_id
 from prefrl.rewards.spaces import is_image_space
 
 ALGOS: dict[str, type[BaseAlgorithm]] = {"sac": SAC, "td3": TD3, "dqn": DQN, "ppo": PPO, "a2c": A2C}
@@ -121,9 +122,11 @@ def check_env_id(env_id: str) -> None:
     """Raise a clear error for an unknown Gymnasium id (with close matches).
 
     Atari ids (``ALE/Pong-v5``, ``PongNoFrameskip-v4``) are registered first when ale-py is
-    installed.
+    installed. Procgen ids (``procgen/coinrun``) need the optional Procgen install.
     """
     if env_id in gym.registry:
+        if is_procgen_id(env_id):
+            check_procgen(env_id)  # one line naming the install command when Procgen is missing
         return
     if not register_ale() and is_atari_id(env_id):
         raise ValueError(f"{env_id!r} is an Atari game: install ale-py (it ships the ROMs)")
