@@ -44,10 +44,17 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def imports(path: Path, known: dict[str, Path]) -> set[str]:
-    """The prefrl modules ``path`` imports (``from a import b`` counts ``a.b`` when that is a module)."""
+def imports(path: Path, known: dict[str, Path], for_types: bool = True) -> set[str]:
+    """The prefrl modules ``path`` imports (``from a import b`` counts ``a.b`` when that is a module);
+    those under ``if TYPE_CHECKING:`` only ``for_types`` (a callback naming the loop's type, as
+    stable-baselines3's callbacks do, imports nothing at run time)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    blocks = [] if for_types else [b for b in ast.walk(tree) if isinstance(b, ast.If) and _type_checking(b)]
+    skip = {id(n) for b in blocks for stmt in b.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("prefrl")}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -55,6 +62,12 @@ def imports(path: Path, known: dict[str, Path]) -> set[str]:
                 subs = {f"{node.module}.{a.name}" for a in node.names} & set(known)
                 found |= subs or {node.module}
     return {m for m in found if m in known}
+
+
+def _type_checking(node: ast.If) -> bool:
+    """Whether ``node`` is ``if TYPE_CHECKING:`` (its body is for type checkers only)."""
+    test = node.test
+    return isinstance(test, ast.Name | ast.Attribute) and ast.unparse(test).endswith("TYPE_CHECKING")
 
 
 def package(module: str) -> str:
@@ -84,7 +97,7 @@ def test_imports_only_point_down() -> None:
 
 def test_no_import_cycles_between_modules() -> None:
     known = modules()
-    graph = {n: imports(p, known) - {n} for n, p in known.items()}
+    graph = {n: imports(p, known, for_types=False) - {n} for n, p in known.items()}
     # a package's __init__ re-exports its modules: edges into an __init__ are not cycles by themselves
     inits = {n for n, p in known.items() if p.name == "__init__.py"}
     graph = {n: {t for t in ts if t not in inits} for n, ts in graph.items()}

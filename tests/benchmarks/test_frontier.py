@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from prefrl.training.config import query_allocation
+from prefrl.training.budget import query_allocation
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import pytest
 from prefrl.storage.store import QueryStore
 from prefrl.teachers.human import StoreTeacher
 from prefrl.training.callbacks import LoopCallback, ProgressBar
-from prefrl.training.closing import close_queries
+from prefrl.training.closing import close_queries, shows_progress, status_line
 from prefrl.training.config import LoopConfig
 from prefrl.training.loop import PreferenceLoop
 from tests.storage.helpers import make_fragments
@@ -33,6 +33,11 @@ def _web_loop(tmp_path: Path, callbacks: list[LoopCallback], wait_s: float = 2.0
     loop.callbacks = callbacks
     teacher.submit(make_fragments(4, length=10), np.array([[0, 1], [2, 3]])).result()
     return loop
+
+
+def _close(loop: PreferenceLoop, out: io.StringIO) -> int:
+    """What the loop does when training is done: wait for the open queries, close the rest."""
+    return close_queries(loop.labels, loop.config.answer_wait_s, shows_progress(loop.callbacks), out)
 
 
 def _answer_later(db: Path, query_id: int, after_s: float) -> threading.Thread:
@@ -55,7 +60,7 @@ def test_the_final_wait_writes_plain_lines_to_a_log_file(tmp_path: Path) -> None
     loop = _web_loop(tmp_path, [ProgressBar()])
     out = io.StringIO()
     answered = _answer_later(tmp_path / "labels.db", 1, 0.8)
-    assert close_queries(loop, out) == 1
+    assert _close(loop, out) == 1
     answered.join()
     text = out.getvalue()
     assert "\r" not in text, text
@@ -71,7 +76,7 @@ def test_the_final_wait_writes_plain_lines_to_a_log_file(tmp_path: Path) -> None
 def test_the_final_wait_redraws_in_place_only_where_progress_is_shown(tmp_path: Path, progress: bool) -> None:
     loop = _web_loop(tmp_path, [ProgressBar(disable=not progress)], wait_s=1.2)
     term = Terminal()
-    close_queries(loop, term)
+    _close(loop, term)
     text = term.getvalue()
     if progress:  # a live line on the terminal, ended before the summary
         assert text.startswith("\rprefrl: training done") and text.count("\r") >= 2, text
@@ -88,7 +93,7 @@ def test_the_wait_for_the_first_label_writes_plain_lines_with_no_progress(
     term = Terminal()
     monkeypatch.setattr(sys, "stderr", term)
     answered = _answer_later(tmp_path / "labels.db", 2, 1.5)
-    loop._wait_for_labels()
+    loop.labels.wait_for_first(status_line(shows_progress(loop.callbacks)))  # as the loop waits
     answered.join()
     assert len(loop.dataset) == 1
     text = term.getvalue()

@@ -44,8 +44,12 @@ def figures(run: Path) -> dict[str, Any]:
     """Every figure of a finished run but wall-clock time: metrics.csv, evaluations.csv, the
     report's results and the labels (pairs and answers)."""
     with (run / "metrics.csv").open() as f:
-        rows = [{k: _number(v) for k, v in r.items() if not k.startswith(WALL_CLOCK)} for r in csv.DictReader(f)]
-    evals = (run / "evaluations.csv").read_text().splitlines()[1:] if (run / "evaluations.csv").exists() else []
+        rows = [
+            {k: _number(v) for k, v in r.items() if not k.startswith(WALL_CLOCK)} for r in csv.DictReader(f)
+        ]
+    evals = (
+        (run / "evaluations.csv").read_text().splitlines()[1:] if (run / "evaluations.csv").exists() else []
+    )
     report = json.loads((run / "report.json").read_text())
     with np.load(run / "preferences.npz", allow_pickle=False) as prefs:
         labels = {"pairs": prefs["pairs"].tolist(), "labels": prefs["labels"].tolist()}
@@ -56,11 +60,15 @@ def _same(got: Any, want: Any, where: str = "") -> list[str]:
     """Where ``got`` and ``want`` differ (floats equal to 1e-9, relative)."""
     if isinstance(want, dict) and isinstance(got, dict):
         keys = sorted(set(want) | set(got))
-        return [d for k in keys for d in _same(got.get(k, "<missing>"), want.get(k, "<missing>"), f"{where}.{k}")]
+        return [
+            d for k in keys for d in _same(got.get(k, "<missing>"), want.get(k, "<missing>"), f"{where}.{k}")
+        ]
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
         return [d for i, (g, w) in enumerate(zip(got, want)) for d in _same(g, w, f"{where}[{i}]")]
     if isinstance(want, float) and isinstance(got, float | int) and not isinstance(got, bool):
-        return [] if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12) else [f"{where}: {got!r} != {want!r}"]
+        return (
+            [] if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12) else [f"{where}: {got!r} != {want!r}"]
+        )
     return [] if got == want else [f"{where}: {got!r} != {want!r}"]
 
 
@@ -76,7 +84,9 @@ def _resume_v1(run: Path) -> None:
 def _check(run: Path, name: str) -> None:
     want = json.loads((HERE / f"{name}.json").read_text())
     diffs = _same(figures(run), want)
-    assert not diffs, f"{len(diffs)} figures differ from golden/{name}.json, the first:\n" + "\n".join(diffs[:10])
+    assert not diffs, f"{len(diffs)} figures differ from golden/{name}.json, the first:\n" + "\n".join(
+        diffs[:10]
+    )
 
 
 def test_a_fixed_seed_run_gives_the_figures_it_gave_before(tmp_path: Path) -> None:
@@ -96,7 +106,9 @@ def test_a_checkpoint_written_before_the_stages_resumes_to_the_same_figures(tmp_
 def test_the_comparison_sees_a_changed_figure() -> None:
     want = {"metrics": [{"reward/train_loss": 0.25, "labels/asked": 3.0}], "pairs": [[0, 1]]}
     assert _same(json.loads(json.dumps(want)), want) == []
-    assert _same({"metrics": [{"reward/train_loss": 0.25 + 1e-6, "labels/asked": 3.0}], "pairs": [[0, 1]]}, want)
+    assert _same(
+        {"metrics": [{"reward/train_loss": 0.25 + 1e-6, "labels/asked": 3.0}], "pairs": [[0, 1]]}, want
+    )
     assert _same({"metrics": [{"reward/train_loss": 0.25}], "pairs": [[0, 1]]}, want)  # a metric gone
     assert _same({**want, "pairs": [[1, 0]]}, want)
 

@@ -14,8 +14,7 @@ from prefrl.run.train import format_report
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import SyntheticTeacher
 from prefrl.teachers.synthetic import TeacherConfig
-from prefrl.training.config import decided_labels
-from prefrl.training.loop import LoopConfig, tie_fraction
+from prefrl.training.config import LoopConfig, decided_labels, tie_fraction
 from tests.training.test_loop import build
 
 
@@ -53,9 +52,9 @@ def test_a_run_of_ties_warns_while_running_and_in_its_report(tmp_path, capsys) -
     err = capsys.readouterr().err
     assert "100% of the 12 labels so far are ties" in err and "--loop.fragment-length" in err
     assert loop.state.history[-1]["labels/tie_fraction"] == 1.0
-    assert loop._end_clip_frac() == 0.5  # auto: clips where episodes end, while labels tie
+    assert loop.clips.end_clip_frac(loop.labels.ties()) == 0.5  # auto: where episodes end, while ties
     loop.config.end_clip_frac = 0.0  # an explicit choice is kept
-    assert loop._end_clip_frac() == 0.0
+    assert loop.clips.end_clip_frac(loop.labels.ties()) == 0.0
     rep = {"labels_used": 12, "queries_asked": 12, "reward_accuracy": None, "label_tie_fraction": 1.0,
            "wall_s": 1.0, "run_dir": "r", "files": {}}  # fmt: skip
     text = format_report(rep)
@@ -69,7 +68,7 @@ def test_informative_labels_keep_uniform_query_clips() -> None:
     cfg = LoopConfig(total_steps=600, total_labels=6, iterations=2, initial_steps=200, fragment_length=20)
     loop = build(cfg)  # oracle on Pendulum: no ties
     loop.run()
-    assert tie_fraction(loop.dataset.labels) == 0.0 and loop._end_clip_frac() == 0.0
+    assert tie_fraction(loop.dataset.labels) == 0.0 and loop.clips.end_clip_frac(loop.labels.ties()) == 0.0
 
 
 def test_reward_files_from_before_absorbing_states_still_load(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -26,7 +26,7 @@ from prefrl.storage import schema as S
 from prefrl.storage.runs import find_run, run_counts
 from prefrl.storage.store import QueryStore
 from prefrl.teachers.human import StoreTeacher
-from prefrl.training.closing import queries_due
+from prefrl.training.budget import queries_due
 from tests.storage.helpers import make_fragments
 from tests.training.test_chaos import LabellingBot
 from tests.web.server import Server

@@ -26,7 +26,8 @@ class VariedSizeBox(spaces.Box):
     environment every ``period`` steps.
 
     Calls to :meth:`sample` are taken to come ``num_envs`` at a time, one per environment in
-    order (as SB3's off-policy warm-up and :meth:`PreferenceLoop._random_steps` call it).
+    order (as SB3's off-policy warm-up and the loop's on-policy random steps call it,
+    :class:`~prefrl.training.agent_step.AgentStep`).
     """
 
     def __init__(

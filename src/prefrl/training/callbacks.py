@@ -1,34 +1,38 @@
 """Loop callbacks: hooks called by :class:`~prefrl.training.loop.PreferenceLoop`.
 
 Subclass :class:`LoopCallback` and override what you need; ``on_iteration_end``
-returning ``False`` stops training after that iteration.
+returning ``False`` stops training after that iteration. Each hook gets the loop, typed as
+stable-baselines3's callbacks type their algorithm (a name only type checkers import).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
-from prefrl.training.progress import progress_bar
+from prefrl.training.progress import Bar, progress_bar
+
+if TYPE_CHECKING:
+    from prefrl.training.loop import PreferenceLoop
 
 
 class LoopCallback:
     """Base class: every hook does nothing."""
 
-    def on_start(self, loop: Any) -> None:
+    def on_start(self, loop: PreferenceLoop) -> None:
         """Called once before the first iteration (also after a resume)."""
 
-    def on_labels(self, loop: Any, n_new: int) -> None:
+    def on_labels(self, loop: PreferenceLoop, n_new: int) -> None:
         """Called after ``n_new`` labels were added to the dataset."""
 
-    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> bool | None:
+    def on_iteration_end(self, loop: PreferenceLoop, metrics: Mapping[str, float]) -> bool | None:
         """Called after each iteration with its metrics; return ``False`` to stop."""
         return None
 
-    def on_env_steps(self, loop: Any, env_steps: int) -> None:
+    def on_env_steps(self, loop: PreferenceLoop, env_steps: int) -> None:
         """Called every ~100 environment steps while the agent trains."""
 
-    def on_end(self, loop: Any) -> None:
+    def on_end(self, loop: PreferenceLoop) -> None:
         """Called once when training ends."""
 
 
@@ -41,10 +45,10 @@ class ProgressBar(LoopCallback):
 
     def __init__(self, disable: bool = False) -> None:
         self.disable = disable
-        self.bar: Any = None
+        self.bar: Bar | None = None
         self.offline = False
 
-    def on_start(self, loop: Any) -> None:
+    def on_start(self, loop: PreferenceLoop) -> None:
         # offline (no agent, no environment steps): the bar counts reward-update iterations
         self.offline = loop.agent is None
         total = loop.config.iterations if self.offline else loop.config.total_steps
@@ -52,14 +56,14 @@ class ProgressBar(LoopCallback):
         self.bar = progress_bar(total, unit=unit, disable=self.disable)
         self.bar.update(self._done(loop))
 
-    def _done(self, loop: Any) -> int:
+    def _done(self, loop: PreferenceLoop) -> int:
         return int(loop.iteration if self.offline else loop.env_steps)
 
-    def on_env_steps(self, loop: Any, env_steps: int) -> None:
+    def on_env_steps(self, loop: PreferenceLoop, env_steps: int) -> None:
         if self.bar is not None and not self.offline and env_steps > self.bar.n:
             self.bar.update(env_steps - self.bar.n)
 
-    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> None:
+    def on_iteration_end(self, loop: PreferenceLoop, metrics: Mapping[str, float]) -> None:
         if self.bar is None:
             return
         self.bar.update(self._done(loop) - self.bar.n)
@@ -72,7 +76,7 @@ class ProgressBar(LoopCallback):
             post["val_acc"] = round(metrics["reward/val_accuracy"], 2)
         self.bar.set_postfix(post)
 
-    def on_end(self, loop: Any) -> None:
+    def on_end(self, loop: PreferenceLoop) -> None:
         if self.bar is not None:
             self.bar.close()
 
@@ -83,5 +87,5 @@ class StopAfter(LoopCallback):
     def __init__(self, iterations: int) -> None:
         self.iterations = iterations
 
-    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> bool:
+    def on_iteration_end(self, loop: PreferenceLoop, metrics: Mapping[str, float]) -> bool:
         return loop.iteration < self.iterations

@@ -1,16 +1,16 @@
-"""Configuration and saved state of :class:`~prefrl.training.loop.PreferenceLoop`."""
+"""Configuration of :class:`~prefrl.training.loop.PreferenceLoop`, and what it reports of its state."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from prefrl.config_types import OptBool, OptFloat, OptInt
 from prefrl.selection.selectors import MEASURES
-from prefrl.training.schedules import SCHEDULES, allocate_queries, allocate_rounds
+from prefrl.training.schedules import SCHEDULES
 
 TIE_WARN = 0.5
 """Share of tied labels from which a run warns that little can be learned."""
@@ -28,7 +28,7 @@ TIE_HINT = (
 UNLABELLED_CLIPS = 512
 """Unlabelled clips drawn per reward update for semi-supervised pseudo-labels."""
 HELDOUT_PAIRS = 200
-"""Fresh clip pairs per iteration for ``reward/heldout_accuracy`` (see ``PreferenceLoop._correlation``)."""
+"""Fresh clip pairs per iteration for ``reward/heldout_accuracy`` (see ``RewardFit.measure``)."""
 
 AUTO_END_CLIP_FRAC = 0.5
 """Share of query clips drawn at episode ends while most labels are ties (``end_clip_frac=None``):
@@ -221,33 +221,22 @@ class LoopConfig:
         return self.total_steps - self.random_steps - self.pretrain_steps
 
 
-def query_allocation(config: LoopConfig) -> np.ndarray:
-    """``[iterations]`` queries to ask at each iteration (entry 0: before any agent training),
-    by front-loaded rounds (``labels_per_round``) or by ``query_schedule``."""
-    if config.labels_per_round is not None:
-        return allocate_rounds(
-            config.total_labels, config.iterations - 1, config.labels_per_round, config.round_interval
-        )
-    return allocate_queries(
-        config.total_labels, config.iterations - 1, config.query_schedule, config.initial_label_frac
-    )
-
-
-@dataclass
+@dataclass(frozen=True)
 class LoopState:
-    """Where the loop is (saved in checkpoints)."""
+    """Where a loop is, read from its stages (:attr:`PreferenceLoop.state
+    <prefrl.training.loop.PreferenceLoop.state>`): each stage keeps and checkpoints its own part."""
 
-    iteration: int = 0
-    env_steps: int = 0
-    queries_asked: int = 0
-    started: bool = False
-    wall_s: float = 0.0
-    history: list[dict[str, float]] = field(default_factory=list)
-    evaluations: list[tuple[int, float]] = field(default_factory=list)
+    iteration: int
+    env_steps: int
+    queries_asked: int
+    started: bool
+    wall_s: float
+    history: list[dict[str, float]]
+    evaluations: list[tuple[int, float]]
     """``(env_steps, mean true return)`` of each periodic evaluation (``eval_interval``)."""
-    fragment_length: int = 0
+    fragment_length: int
     """Transitions per clip now: ``LoopConfig.fragment_length``, shortened before the first label
-    when no episode is long enough (the config itself is never changed); 0 before the loop set it."""
+    when no episode is long enough (the config itself is never changed)."""
 
 
 def resolve_selection(config: LoopConfig, ensemble_size: int) -> LoopConfig:

@@ -9,15 +9,20 @@ in every checkpoint and a resumed run neither loses nor repeats one, and writes 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
+from prefrl.agents.protocols import Agent
 from prefrl.training.callbacks import LoopCallback
 
-Evaluate = Callable[[Any, int], float]
+if TYPE_CHECKING:
+    from prefrl.training.loop import PreferenceLoop
+
+Evaluate = Callable[[Agent, int], float]
 """``evaluate(agent, seed) -> mean true return`` of the policy over a fixed number of episodes."""
 
 
@@ -36,33 +41,33 @@ class PeriodicEvaluation(LoopCallback):
         self.evaluate, self.interval = evaluate, interval
         self.csv_path = None if csv_path is None else Path(csv_path)
 
-    def _run(self, loop: Any, env_steps: int) -> None:
-        done = loop.state.evaluations
-        ret = float(self.evaluate(loop.agent, 10_000 + len(done)))
-        done.append((int(env_steps), ret))
+    def _run(self, loop: PreferenceLoop, env_steps: int) -> None:
+        done, agent = loop.progress.evaluations, loop.agent
+        assert agent is not None
+        done.append((int(env_steps), float(self.evaluate(agent, 10_000 + len(done)))))
 
-    def _due(self, loop: Any, env_steps: int) -> bool:
-        last = loop.state.evaluations[-1][0] if loop.state.evaluations else 0
-        return env_steps >= (last // self.interval + 1) * self.interval
+    def _due(self, loop: PreferenceLoop, env_steps: int) -> bool:
+        evals = loop.progress.evaluations
+        return env_steps >= ((evals[-1][0] if evals else 0) // self.interval + 1) * self.interval
 
-    def on_env_steps(self, loop: Any, env_steps: int) -> None:
+    def on_env_steps(self, loop: PreferenceLoop, env_steps: int) -> None:
         if loop.agent is not None and self._due(loop, env_steps):
             self._run(loop, env_steps)
 
-    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> None:
+    def on_iteration_end(self, loop: PreferenceLoop, metrics: Mapping[str, float]) -> None:
         self.write(loop)
 
-    def on_end(self, loop: Any) -> None:
-        evals = loop.state.evaluations
+    def on_end(self, loop: PreferenceLoop) -> None:
+        evals = loop.progress.evaluations
         if loop.agent is not None and (not evals or evals[-1][0] < loop.env_steps):
             self._run(loop, loop.env_steps)  # the final policy, at the last step
         self.write(loop)
 
-    def write(self, loop: Any) -> None:
+    def write(self, loop: PreferenceLoop) -> None:
         """``RUN/evaluations.csv`` from the loop's state (rewritten whole: a resume stays exact)."""
         if self.csv_path is None:
             return
-        rows = "".join(f"{t},{r!r}\n" for t, r in loop.state.evaluations)
+        rows = "".join(f"{t},{r!r}\n" for t, r in loop.progress.evaluations)
         tmp = self.csv_path.with_suffix(".csv.tmp")
         tmp.write_text("step,true_return\n" + rows)
         tmp.replace(self.csv_path)
@@ -82,17 +87,15 @@ class CorrelationWatch(LoopCallback):
     shows it (Tien et al. 2023). Printed once each time it turns negative. Only meaningful
     where the true reward is the teacher's (synthetic teachers)."""
 
-    def __init__(self, stream: Any = None) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream
         self.negative = False
 
-    def on_iteration_end(self, loop: Any, metrics: Mapping[str, float]) -> None:
+    def on_iteration_end(self, loop: PreferenceLoop, metrics: Mapping[str, float]) -> None:
         r = metrics.get("reward/pearson_true")
         if r is None or not np.isfinite(r):
             return
         if r < 0 and not self.negative:
-            import sys
-
             print(
                 f"warning: at step {loop.env_steps} the learned reward correlates {r:+.2f} with the true "
                 "reward on the agent's newest steps: the agent is heading where the reward is wrong "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Protocol, TextIO
 
 from tqdm.auto import tqdm
 
@@ -31,6 +31,18 @@ def is_terminal(file: TextIO | None) -> bool:
         return file is not None and file.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+class Bar(Protocol):
+    """What a progress callback uses of a bar: tqdm's, or :class:`LineProgress`."""
+
+    n: int
+
+    def update(self, n: int = 1) -> object: ...
+
+    def set_postfix(self, values: Mapping[str, object] | None = None) -> object: ...
+
+    def close(self) -> object: ...
 
 
 class LineProgress:
@@ -62,12 +74,12 @@ class LineProgress:
         self._last_t = -float("inf")
         self._written: tuple[int, str] | None = None  # (n, postfix) of the last line
 
-    def update(self, k: int = 1) -> None:
-        self.n += int(k)
+    def update(self, n: int = 1) -> None:
+        self.n += int(n)
         if time.monotonic() - self._last_t >= self.interval:
             self._write()
 
-    def set_postfix(self, values: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def set_postfix(self, values: Mapping[str, object] | None = None, **kwargs: object) -> None:
         items = {**(values or {}), **kwargs}
         self.postfix = ", ".join(f"{k}={v}" for k, v in items.items())
         if time.monotonic() - self._last_t >= self.min_gap:
@@ -94,7 +106,7 @@ class LineProgress:
 
 def progress_bar(
     total: int | None, unit: str = "it", disable: bool = False, file: TextIO | None = None
-) -> Any:
+) -> Bar:
     """A tqdm bar on a terminal, a :class:`LineProgress` anywhere else (both on stderr by
     default); either has ``n``, ``update``, ``set_postfix`` and ``close``."""
     out = file if file is not None else sys.stderr

@@ -18,8 +18,9 @@ import numpy as np
 import torch
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
+from prefrl.agents.protocols import Agent
 from prefrl.agents.sb3 import buffer_rows, buffer_transitions
-from prefrl.data.arrays import obs_map
+from prefrl.data.arrays import Obs, obs_map
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.self_predictive import SelfPredictiveTrainer
 from prefrl.preference.trainer import RewardTrainerConfig
@@ -30,7 +31,11 @@ CHUNK_ROWS = 16_384
 """Replay-buffer transitions copied out at a time while drawing a sample (bounds the memory)."""
 
 
-def replay_sample(agent: OffPolicyAlgorithm, n: int, rng: np.random.Generator) -> tuple[Any, Any, Any] | None:
+Transitions = tuple[Obs, np.ndarray, Obs]
+"""``(obs, acts, next_obs)`` ``[m, ...]``."""
+
+
+def replay_sample(agent: OffPolicyAlgorithm, n: int, rng: np.random.Generator) -> Transitions | None:
     """``(obs, acts, next_obs)`` ``[m, ...]`` of ``m = min(n, stored)`` transitions drawn uniformly
     without replacement from ``agent``'s replay buffer (in buffer order); ``None`` when it is empty."""
     buf = agent.replay_buffer
@@ -65,12 +70,14 @@ class SelfPrediction:
         """The step for a :class:`ReedReward` with ``config.self_predictive`` on, else ``None``."""
         return cls(net, config) if isinstance(net, ReedReward) and config.self_predictive else None
 
-    def update(self, batch: TrajectoryBatch | None, agent: Any, multiplier: float = 1.0) -> dict[str, float]:
+    def update(
+        self, batch: TrajectoryBatch | None, agent: Agent | None, multiplier: float = 1.0
+    ) -> dict[str, float]:
         """Train the encoder on ``batch``'s transitions plus, when ``agent`` is off-policy, a sample
         of its replay buffer (``steps x batch_size x multiplier`` transitions, drawn without
         replacement by the trainer's generator);
         returns the metrics as ``reward/spr_*`` (empty when there is no transition)."""
-        parts: list[tuple[Any, Any, Any]] = []
+        parts: list[Transitions] = []
         if batch is not None and batch.num_steps:
             rows = batch.step_rows
             obs = obs_map(lambda a: a[rows], batch.obs)
@@ -97,7 +104,7 @@ class SelfPrediction:
         self.trainer.load_state_dict(state)
 
 
-def _concat(arrays: list[Any]) -> Any:
+def _concat(arrays: list[Obs]) -> Obs:
     """Concatenate ``[n_i, ...]`` arrays (or dicts of them) along the first axis."""
     if isinstance(arrays[0], dict):
         return {k: np.concatenate([a[k] for a in arrays]) for k in arrays[0]}

@@ -1,0 +1,131 @@
+"""The reward signal stage of :class:`~prefrl.training.loop.PreferenceLoop`: what the agent is paid.
+
+:class:`AgentReward` holds the :class:`~prefrl.agents.reward_signal.LearnedReward` the agent's env
+wrapper calls, and decides what it gives: the learned reward, normalised (by scale only once an
+episode has terminated, so the absorbing state stays worth 0), with RUNE's decaying bonus or the
+uncertainty penalty on the ensemble's spread; PEBBLE's state entropy while pre-training, and
+while every label is a tie (``tie_exploration``). After each reward update it refreshes the
+per-step path, relabels an off-policy agent's replay buffer (PEBBLE) and resets the normaliser
+to the new reward's statistics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TypedDict
+
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+from prefrl.agents.entropy import StateEntropyReward
+from prefrl.agents.protocols import Agent
+from prefrl.agents.reward_signal import LearnedReward
+from prefrl.agents.sb3 import relabel_replay_buffer, write_buffer_rewards
+from prefrl.data.arrays import Obs, obs_map
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.training.config import LoopConfig
+
+
+class AgentRewardState(TypedDict):
+    """The reward signal's part of a checkpoint (``state.json``)."""
+
+    normalizer: dict[str, float | bool] | None
+    """The normaliser's statistics (``None``: a loop without a learned reward, offline)."""
+
+
+def bonus_weight(config: LoopConfig, env_steps: int) -> float:
+    """The weight of the ensemble's std in the agent's reward after ``env_steps`` steps: the
+    exploration bonus ``exploration_bonus (1 - decay)^env_steps`` minus ``uncertainty_penalty``.
+
+    Example:
+        >>> bonus_weight(LoopConfig(exploration_bonus=0.5, exploration_bonus_decay=0.5), 2)
+        0.125
+    """
+    bonus = 0.0
+    if config.exploration_bonus > 0:
+        bonus = config.exploration_bonus * (1.0 - config.exploration_bonus_decay) ** env_steps
+    return bonus - config.uncertainty_penalty
+
+
+class AgentReward:
+    """What the agent is paid (see the module docstring).
+
+    Args:
+        reward: the learned reward of the agent's env wrapper.
+        config: the loop's schedule (normalisation, bonus, penalty, tie exploration).
+        off_policy: the agent learns from a replay buffer (relabelled after each reward update;
+            the normaliser is reset then, not fed every batch).
+
+    State (:meth:`state_dict`): the normaliser.
+    """
+
+    def __init__(self, reward: LearnedReward, config: LoopConfig, off_policy: bool) -> None:
+        self.reward, self.config = reward, config
+        # per-step rewards in NumPy (refreshed after every weight change); an off-policy
+        # loop resets the statistics after each reward update instead of folding batches in
+        reward.configure(normalize=config.normalize_reward, fast=True, update_stats=not off_policy)
+        self._tie_explorer: StateEntropyReward | None = None  # one memory of visited states for the run
+
+    def set_bonus(self, env_steps: int) -> None:
+        """RUNE's bonus or the penalty for the steps taken (also in a relabelled buffer)."""
+        self.reward.set_bonus(bonus_weight(self.config, env_steps))
+
+    def see(self, batch: TrajectoryBatch) -> None:
+        """Once an episode has terminated, normalise the agent's reward by scale only.
+
+        The reward is measured from the absorbing state's (see :class:`LearnedReward`);
+        shifting it would decide by accident whether the agent wants episodes to end.
+        """
+        if self.reward.normalizer.center and batch.terminated.any():
+            self.reward.scale_only()
+
+    @contextmanager
+    def entropy(self) -> Iterator[None]:
+        """PEBBLE's unsupervised phase: a fresh k-NN state-entropy reward, the learned one after."""
+        self.reward.use_intrinsic(StateEntropyReward())
+        try:
+            yield
+        finally:
+            self.reward.use_intrinsic(None)
+
+    def explore_on_ties(self, all_ties: bool) -> bool:
+        """The state-entropy reward while every label is a tie (``all_ties``, with
+        ``tie_exploration`` on), the learned reward otherwise; whether it explores now."""
+        explore = self.config.tie_exploration and all_ties
+        if explore and self._tie_explorer is None:
+            self._tie_explorer = StateEntropyReward()
+        self.reward.use_intrinsic(self._tie_explorer if explore else None)
+        return explore
+
+    def learned(self) -> None:
+        """The learned reward from now on (whoever uses the reward after an iteration gets it)."""
+        self.reward.use_intrinsic(None)
+
+    def changed(self, batch: TrajectoryBatch, agent: Agent | None) -> None:
+        """New reward weights: relabel ``agent``'s replay buffer and reset the normaliser (to
+        the buffer's rewards off-policy, to ``batch``'s steps on-policy)."""
+        if agent is None:
+            return
+        self.reward.refresh()
+        if isinstance(agent, OffPolicyAlgorithm):
+            raw = relabel_replay_buffer(agent, self.reward.raw, self.config.relabel_batch)
+            self.reward.normalizer.reset_to(raw)
+            write_buffer_rewards(agent, self.reward.normalizer(raw) if self.reward.normalize else raw)
+        else:
+            rows = batch.step_rows
+            obs: Obs = obs_map(lambda a: a[rows], batch.obs)
+            nxt: Obs = obs_map(lambda a: a[rows + 1], batch.obs)
+            raw = self.reward.raw(obs, batch.acts[rows], nxt, batch.dones[rows])
+            self.reward.normalizer.reset_to(raw)
+
+    def refresh(self) -> None:
+        """The network's weights changed (a checkpoint loaded, a last fit): recompile the per-step path."""
+        self.reward.refresh()
+
+    def state_dict(self) -> AgentRewardState:
+        """The checkpointed state: the normaliser's statistics."""
+        return {"normalizer": self.reward.normalizer.state_dict()}
+
+    def load_state_dict(self, state: AgentRewardState) -> None:
+        if state.get("normalizer"):
+            self.reward.normalizer.load_state_dict(dict(state["normalizer"] or {}))

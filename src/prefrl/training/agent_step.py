@@ -1,0 +1,179 @@
+"""The agent stage of :class:`~prefrl.training.loop.PreferenceLoop`: the agent's environment steps.
+
+:class:`AgentStep` runs the agent: the random-action steps before the first query (varied in
+size where ``random_action_size`` asks), PEBBLE's unsupervised pre-training, and the agent's
+share of each iteration's steps, telling the loop's callbacks about progress every 100 steps
+while it trains. It saves the agent (policy, replay buffer) into a checkpoint and loads it back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import TypedDict
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from prefrl.agents.policy_io import save_agent
+from prefrl.agents.protocols import Agent
+from prefrl.agents.random_actions import varied_random_actions
+from prefrl.agents.rollout import Policy
+from prefrl.agents.sb3 import load_replay_buffer, save_replay_buffer
+from prefrl.seeding import stream_seed
+from prefrl.training.config import LoopConfig
+
+AgentLoader = Callable[[Path], Agent]
+"""``agent_loader(path) -> agent``: the agent rebuilt from a checkpoint's ``policy.zip`` on the
+same env stack."""
+
+
+class AgentState(TypedDict):
+    """The agent stage's part of a checkpoint (``state.json``)."""
+
+    env_steps: int
+    started: bool
+    agent_num_timesteps: int | None
+    """The agent's own step counter (``None`` without an agent); its policy file holds it too."""
+
+
+class AgentStep:
+    """The agent's environment steps (see the module docstring).
+
+    Args:
+        agent: an SB3 agent whose env is ``LearnedRewardVecEnv(TrajectoryRecorder(...))``;
+            ``None`` for offline reward learning (no steps).
+        config: the loop's schedule (steps, iterations, random steps, pre-training).
+        on_steps: called with the run's environment steps every ~100 steps while the agent trains.
+
+    State (:meth:`state_dict`): the environment steps taken and whether the agent has learned.
+    """
+
+    def __init__(self, agent: Agent | None, config: LoopConfig, on_steps: Callable[[int], None]) -> None:
+        self.agent, self.config, self.on_steps = agent, config, on_steps
+        self.env_steps = 0
+        self.started = False
+
+    @property
+    def off_policy(self) -> bool:
+        """Whether the agent learns from a replay buffer (relabelled, saved in checkpoints)."""
+        return isinstance(self.agent, OffPolicyAlgorithm)
+
+    def steps_for(self, i: int) -> int:
+        """Agent training steps after reward update ``i``."""
+        n, total = self.config.iterations, self.config.agent_steps
+        return total // n + (1 if i < total % n else 0)
+
+    def policy(self) -> Policy | None:
+        """The agent's action for an observation (``None`` without an agent: random actions)."""
+        agent = self.agent
+        return None if agent is None else (lambda o: agent.predict(o)[0])
+
+    def learn(self, steps: int) -> None:
+        """Train the agent ``steps`` environment steps (on whatever reward its env gives now)."""
+        if steps <= 0:
+            return
+        assert self.agent is not None
+        hook = _StepHook(self.on_steps, self.env_steps)
+        self.agent.learn(steps, callback=hook, reset_num_timesteps=not self.started, progress_bar=False)
+        self.started = True
+        self.env_steps += steps
+
+    def initial_collection(self, period: int, entropy: Callable[[], AbstractContextManager[None]]) -> None:
+        """Random-action steps (varied-size ones change size every ``period`` steps, a clip's
+        length), then ``pretrain_steps`` on the state-entropy reward ``entropy()`` gives while
+        inside it (PEBBLE), before the first query."""
+        c = self.config
+        if isinstance(self.agent, OffPolicyAlgorithm):
+            # the first learn() call restarts the agent's step counter (also for a warm start)
+            self.agent.learning_starts = c.random_steps
+            with self._random_action_size(self.agent, period):
+                self.learn(c.random_steps)
+        elif c.random_steps > 0:
+            self._random_steps(c.random_steps, period)
+        if c.pretrain_steps > 0:
+            with entropy():
+                self.learn(c.pretrain_steps)
+        self.started = True
+
+    def _venv(self) -> VecEnv | None:
+        return self.agent.get_env() if self.agent is not None else None
+
+    def _random_steps(self, steps: int, period: int) -> None:
+        """Step the agent's env stack with random actions (on-policy initial collection)."""
+        venv = self._venv()
+        assert venv is not None
+        venv.reset()
+        with self._random_action_size(venv, period):
+            for _ in range(math.ceil(steps / venv.num_envs)):
+                venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
+        self.env_steps += steps  # the agent has never learned, so its first learn() resets the env
+
+    def _random_action_size(self, owner: Agent | VecEnv, period: int) -> AbstractContextManager[None]:
+        """Varied-size random actions on ``owner`` (agent or env stack) where the config asks."""
+        c = self.config
+        if c.random_action_size == "full":
+            return nullcontext()
+        venv = self._venv()
+        return varied_random_actions(
+            owner,
+            venv.num_envs if venv is not None else 1,
+            period,
+            seed=stream_seed(c.seed, "random_actions"),
+            full_share=0.5 if c.random_action_size == "mixed" else 0.0,
+        )
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_files(self, path: Path) -> None:
+        """The agent's files in the checkpoint directory ``path``: ``policy.zip``, ``replay_buffer.npz``."""
+        if self.agent is None:
+            return
+        if not isinstance(self.agent, BaseAlgorithm):
+            raise TypeError(
+                f"a checkpoint saves stable-baselines3 algorithms, not {type(self.agent).__name__}"
+            )
+        save_agent(self.agent, path / "policy.zip")
+        if isinstance(self.agent, OffPolicyAlgorithm):
+            assert self.agent.replay_buffer is not None
+            save_replay_buffer(self.agent.replay_buffer, path / "replay_buffer.npz")
+
+    def load_files(self, path: Path, agent_loader: AgentLoader | None) -> None:
+        """The agent of the checkpoint directory ``path`` (its policy and replay buffer), rebuilt by
+        ``agent_loader``. First of a resume: one that fails to load leaves every file as it was."""
+        if self.agent is None:
+            return
+        if agent_loader is None:
+            raise ValueError("resuming an agent run needs an agent_loader")
+        self.agent = agent_loader(path / "policy.zip")
+        if isinstance(self.agent, OffPolicyAlgorithm):
+            assert self.agent.replay_buffer is not None
+            load_replay_buffer(self.agent.replay_buffer, path / "replay_buffer.npz")
+
+    def state_dict(self) -> AgentState:
+        """The checkpointed state: environment steps taken, whether the agent has learned."""
+        steps = None if self.agent is None else int(self.agent.num_timesteps)
+        return {"env_steps": self.env_steps, "started": self.started, "agent_num_timesteps": steps}
+
+    def load_state_dict(self, state: AgentState) -> None:
+        self.env_steps, self.started = int(state["env_steps"]), bool(state["started"])
+
+
+class _StepHook(BaseCallback):
+    """Calls ``on_steps(base + steps done)`` every 100 environment steps while the agent trains."""
+
+    def __init__(self, on_steps: Callable[[int], None], base: int) -> None:
+        super().__init__()
+        self.on_steps, self.base, self.start = on_steps, base, -1
+
+    def _on_step(self) -> bool:
+        if self.start < 0:
+            self.start = self.num_timesteps - self.training_env.num_envs
+        done = self.num_timesteps - self.start
+        if done % 100 < self.training_env.num_envs:
+            self.on_steps(self.base + done)
+        return True
