@@ -334,6 +334,39 @@ class Synthesize(Common):
 
 
 @dataclass
+class Features(Common):
+    """A dictionary of a CNN reward's features: NMF of a convolution's activations over the frames,
+    each feature's top frames, patch, synthesised input and share of the reward (features.png, .json)."""
+
+    features: int = 6
+    """Number of NMF features K (at most the layer's channels)."""
+    layer: int = -1
+    """Convolution to factorise, counted from 0 (-1: the last)."""
+    member: int = 0
+    """Ensemble member whose activations are factorised."""
+    frames: int = 2000
+    """At most this many transitions of the trajectories (a seeded sample) make the dataset."""
+    top: int = 4
+    """Top frames shown per feature."""
+    steps: int = 200
+    """Optimisation steps of each feature's synthesised input."""
+    progress: bool = True
+    """Progress bars on stderr while activations and attributions are computed (--no-progress: none)."""
+
+    def execute(self) -> dict[str, Any]:
+        from prefrl.interpret.feature_figure import FeatureOptions, explain_features
+
+        src = self.sources()
+        net, batch = src.require_net(), src.require_batch()
+        opts = FeatureOptions(
+            self.features, self.layer, self.member, self.frames, self.top, self.steps, seed=self.seed
+        )
+        info = explain_features(net, batch, self.out_dir(), opts, progress=self.progress)
+        return {"features": info["png"], "features_json": info["json"],
+                "explained_variance": info["explained_variance"]}  # fmt: skip
+
+
+@dataclass
 class Shape(Common):
     """Learn a potential that makes the reward sparse or smooth; save it and show both (PNG, model)."""
 
@@ -455,6 +488,7 @@ SUBCOMMANDS: dict[str, Callable[..., Any]] = {
     "saliency": Saliency,
     "extremes": Extremes,
     "synthesize": Synthesize,
+    "features": Features,
     "shape": Shape,
     "supervised": Supervised,
     "report": Report,

@@ -17,6 +17,7 @@ with respect to pixel values on the 0-255 scale and returned as ``[N, C, H, W]``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,8 +223,10 @@ def synthesize(
     l2: float = 0.1,
     jitter: int = 1,
     seed: int = 0,
+    objective: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Observations that maximise (or minimise) the reward for ``action``.
+    """Observations that maximise (or minimise) the reward for ``action`` (or ``objective``:
+    float images ``[n, C, H, W]`` (0-255) -> ``[n]``, e.g. a feature's activation).
 
     Adam on logits ``z`` of images ``x = 255·σ(z)`` (``n`` random starts in one batch),
     minimising ``∓r(x) + tv·TV(x/255) + l2·mean((x/255 − ½)²)`` with random shifts of up
@@ -241,6 +244,7 @@ def synthesize(
     acts = act.expand(n, *act.shape).clone()
     inputs = encode_images(net, dummy, acts)
     idx = torch.arange(n, device=dev)
+    score = objective or (lambda x: score_images(net, inputs, x, idx))
     z = (0.5 * torch.randn(inputs.images.shape, generator=gen)).to(dev).requires_grad_(True)
     opt = torch.optim.Adam([z], lr=lr)
     sign = -1.0 if maximize else 1.0
@@ -251,7 +255,7 @@ def synthesize(
             if jitter:
                 dy, dx = (int(v) for v in torch.randint(-jitter, jitter + 1, (2,), generator=gen))
                 x = torch.roll(x, (dy, dx), (2, 3))
-            r = score_images(net, inputs, 255.0 * x, idx)
+            r = score(255.0 * x)
             loss = sign * r + tv * total_variation(x) + l2 * (x - 0.5).pow(2).mean((1, 2, 3))
             opt.zero_grad(set_to_none=True)
             loss.sum().backward()
@@ -260,7 +264,7 @@ def synthesize(
         net.requires_grad_(True)
     with torch.no_grad():
         img = (255.0 * torch.sigmoid(z)).round().to(torch.uint8)  # [n, C, H, W]
-        r = score_images(net, inputs, img.float(), idx)
+        r = score(img.float())
     chw = getattr(net, "chw", True)
     out = img if chw else img.permute(0, 2, 3, 1)
     return out.cpu().numpy(), r.cpu().numpy()
