@@ -144,3 +144,25 @@ def test_shared_trunk_one_convolution_pass_members_differ_by_bootstrap_weights(t
     back = load_reward_net(tmp_path / "r.safetensors")
     assert back.shared_trunk
     assert np.allclose(back.predict(obs, acts, obs)[0], net.predict(obs, acts, obs)[0], atol=1e-5)
+
+
+def test_held_out_scoring_keeps_no_autograd_graph(pendulum_batch) -> None:
+    """Held-out metrics score without gradients: a graph kept per chunk took tens of GB on images."""
+    from prefrl.preference import evaluate_preferences
+
+    rng = np.random.default_rng(0)
+    frags, _ = sample_fragments(pendulum_batch, 40, 20, rng)
+    pairs = np.arange(40).reshape(-1, 2)
+    labels = SyntheticTeacher("oracle").label(frags, pairs)
+    obs, act = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
+    net = MLPReward(obs, act, ensemble_size=2)
+    seen: list[bool] = []
+    score = net.score
+
+    def watched(*args, **kwargs):  # records whether autograd was on while scoring
+        seen.append(torch.is_grad_enabled())
+        return score(*args, **kwargs)
+
+    net.score = watched  # type: ignore[method-assign]
+    evaluate_preferences(net, frags, pairs, labels)
+    assert seen and not any(seen)

@@ -513,6 +513,7 @@ def smooth_labels(labels: torch.Tensor, smoothing: float) -> torch.Tensor:
     return labels if smoothing == 0.0 else labels * (1.0 - smoothing) + smoothing / 2
 
 
+@torch.no_grad()  # scoring only: no autograd graph kept per chunk (tens of GB for image rewards)
 def evaluate_preferences(
     net: RewardNet,
     fragments: Fragments,
