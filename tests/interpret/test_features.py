@@ -163,3 +163,22 @@ def test_bad_layer_and_non_cnn_give_one_line(dot, tmp_path: Path, capsys: pytest
     mlp = MLPReward(gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2))
     with pytest.raises(ValueError, match="needs a CNN reward"):
         feature_dictionary(mlp, ImageInputs({"img": torch.zeros(2, 3, 8, 8, dtype=torch.uint8)}))
+
+
+def test_run_page_section_shows_the_dictionary_of_a_cnn_reward(dot, tmp_path: Path) -> None:
+    from prefrl.data.dataset import PreferenceDataset
+    from prefrl.data.fragments import sample_fragments
+    from prefrl.interpret.run_page import features_section
+
+    net, batch, _ = dot
+    frags, _ = sample_fragments(batch, 20, 10, np.random.default_rng(0))
+    ds = PreferenceDataset()
+    ds.add(frags, np.arange(20).reshape(10, 2), np.ones(10, np.float32))
+    ds.save(tmp_path / "preferences.npz")
+    html = features_section(tmp_path, net, tmp_path / "report")
+    assert "<section id='features'>" in html and "data:image/png;base64," in html
+    assert "prefrl interpret features --run" in html
+    info = json.loads((tmp_path / "report" / "features.json").read_text())
+    assert len(info["features"]) == 4 and info["frames"] == 200  # 20 clips of 10 steps
+    mlp = MLPReward(gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2))
+    assert features_section(tmp_path, mlp, tmp_path / "report") == ""

@@ -8,7 +8,9 @@ embedded as data URIs and the video of the final policy is a WebM file beside it
 - the learned against the true return of fresh clips of the final and a random policy,
 - a video of the final policy (one episode),
 - the fresh clip pairs on which the learned reward and the run's (simulated) teacher disagree
-  most, as filmstrips of the environment's rendered frames.
+  most, as filmstrips of the environment's rendered frames,
+- for a CNN reward, its feature dictionary on the labelled clips' frames (bounded: seconds; see
+  :data:`PAGE_FEATURES`).
 
 Fresh clips come from ``episodes`` episodes of each policy, collected without frames; the
 frames the page shows are rendered afterwards by replaying them (:mod:`prefrl.interpret.replay`),
@@ -40,8 +42,11 @@ from prefrl.data.fragments import Fragments, random_pairs, sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.config import EnvConfig
 from prefrl.interpret.evaluation import predicted_rewards
+from prefrl.interpret.feature_figure import FeatureOptions, explain_features
 from prefrl.interpret.plots import new_figure, plot_training_curves
 from prefrl.interpret.replay import Recorded, replay_frames
+from prefrl.interpret.sources import batch_from_fragments
+from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.io import load_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.seeding import stream, stream_seed
@@ -352,6 +357,38 @@ def _fmt(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+PAGE_FEATURES = FeatureOptions(n_features=4, max_frames=500, top=3, synth_steps=60, ig_steps=8)
+"""The page's feature dictionary, bounded so that it costs seconds: 500 of the run's clip frames,
+4 features (fewer where the last convolution has fewer channels), 60 synthesis steps each."""
+
+
+def features_section(run: Path, net: RewardNet, out: Path) -> str:
+    """The "Features" section of a CNN reward's page (:mod:`prefrl.interpret.feature_figure` on
+    the frames of the run's labelled clips); empty for other rewards or a run without clips."""
+    if not isinstance(net, CNNReward) or not (run / "preferences.npz").exists():
+        return ""
+    frags = PreferenceDataset.load(run / "preferences.npz").fragments
+    if frags is None:
+        return ""
+    opts = dataclasses.replace(PAGE_FEATURES, n_features=min(4, net.options.channels[-1]))
+    command = f"prefrl interpret features --run {run}"
+    try:
+        info = explain_features(net, batch_from_fragments(frags), out, opts)
+    except ValueError as e:
+        skipped = html.escape(str(e))
+        return f"<section id='features'><h2>Features</h2><p class='note'>skipped: {skipped}</p></section>"
+    return (
+        "<section id='features'><h2>Features</h2>"
+        f"<p>A dictionary of the reward CNN's last convolution: {opts.n_features} non-negative (NMF) "
+        f"features of its activations on {info['frames']} frames of the labelled clips (explained "
+        f"variance {info['explained_variance']:.2f}). Each row: the frames that excite the feature most "
+        "(its map overlaid), the patch it sees in the first, an input synthesised to excite it, and its "
+        "share of the reward (integrated gradients in activation space). More features, layers and "
+        f"frames: <code>{html.escape(command)}</code>.</p>"
+        f"<img alt='feature dictionary' src='{png_uri(Path(info['png']))}'></section>"
+    )
+
+
 STYLE = (
     "body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 1em;color:#222}"
     "img{max-width:100%;border:1px solid #ddd}th,td{padding:2px 12px;text-align:left}"
@@ -451,6 +488,7 @@ def write_run_page(cfg: PageConfig) -> Path:
                 + figs
                 + "</section>"
             )
+        body.append(features_section(run, net, out))
     page = out / "index.html"
     page.write_text(
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
