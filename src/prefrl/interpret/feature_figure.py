@@ -131,9 +131,9 @@ def explain_features(
     patches = feature_patches(net, inputs, result, frames)
     synth, values = [], []
     for f in range(result.n_features):
-        img, v = feature_visualisation(net, result, f, 1, opts.synth_steps, seed=opts.seed)
+        img, act = feature_visualisation(net, result, f, 1, opts.synth_steps, seed=opts.seed)
         synth.append(img[0])
-        values.append(float(v[0]))
+        values.append(float(act[0]))
     out.mkdir(parents=True, exist_ok=True)
     png = plot_features(
         net, inputs.images, result, attribution, frames, patches, np.stack(synth), out / "features.png"
