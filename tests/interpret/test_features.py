@@ -118,20 +118,29 @@ def test_attribution_shares_add_up_to_the_reward(dot, fd: FeatureDictionary) -> 
     assert np.std(att.residual) < 0.5 * np.std(r)
 
 
-def test_keypoint_cnn_last_layer_is_made_non_negative() -> None:
+@pytest.mark.parametrize("next_obs", [False, True])
+def test_keypoint_cnn_last_layer_is_made_non_negative(next_obs: bool) -> None:
+    """Keypoint CNNs (the moving dot's default reward reads s and s' with them)."""
     env = gym.make("prefrl/MovingDot-v0", size=16, max_steps=20)
     batch = collect_episodes(env, n_episodes=3, seed=1)
     torch.manual_seed(1)
     net = CNNReward(
-        env.observation_space, env.action_space, features="spatial", channels=(8,), kernels=(1,), strides=(1,)
-    )
+        env.observation_space, env.action_space, ensemble_size=2, features="spatial", use_next_obs=next_obs,
+        channels=(8,), kernels=(1,), strides=(1,),
+    )  # fmt: skip
     rows = batch.step_rows
-    inputs = encode_images(net, batch.obs[rows], batch.acts[rows])
-    fd = feature_dictionary(net, inputs, n_features=3)
+    inputs = encode_images(net, batch.obs[rows], batch.acts[rows], batch.obs[rows + 1])
+    fd = feature_dictionary(net, inputs, n_features=3, member=1)
     assert (fd.floor <= 0).all() and (fd.coefficients >= 0).all() and fd.coefficients.shape[2:] == (8, 8)
-    att = reward_attribution(net, inputs, fd, steps=256)
+    att = reward_attribution(net, inputs, fd, steps=512)
+    with torch.no_grad():
+        np.testing.assert_allclose(att.reward, net.score(dict(inputs.feats))[1].numpy(), atol=1e-5)
     total = att.baseline + att.contributions.sum(1) + att.residual
-    np.testing.assert_allclose(total, att.reward, atol=0.02 * max(float(np.ptp(att.reward)), 1e-3))
+    # complete up to the Riemann error, larger here: standardised maps of a nearly silenced layer are steep
+    np.testing.assert_allclose(total, att.reward, atol=0.05 * max(float(np.ptp(att.reward)), 1e-3))
+    assert np.abs(att.contributions).sum() > 0  # the features of s move the reward
+    img, _ = feature_visualisation(net, fd, 0, n=1, steps=5)
+    assert img.shape == (1, 16, 16, 6 if next_obs else 3)
 
 
 def test_cli_writes_the_figure_and_json(dot, tmp_path: Path, png_ok: Callable[..., np.ndarray]) -> None:

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from prefrl.data.trajectories import TrajectoryBatch
-from prefrl.interpret.attribution import display_frames, encode_images, overlay, to_display
+from prefrl.interpret.attribution import display_frames, encode_images, overlay
 from prefrl.interpret.features import (
     FeatureDictionary,
     RewardAttribution,
@@ -29,6 +30,7 @@ from prefrl.interpret.features import (
     feature_patches,
     feature_visualisation,
     reward_attribution,
+    seen_images,
     summary,
     top_frames,
 )
@@ -73,10 +75,11 @@ def plot_features(
 ) -> Path:
     """One row per feature: top frames with its map overlaid, its patch, its synthesised input,
     its share of the reward."""
-    shown = display_frames(images)  # [N, H, W, 3]
+    shown = display_frames(seen_images(net, torch.as_tensor(images)))  # [N, H, W, 3]
     k_feat, k_top = frames.shape
     maps = feature_maps(result, frames, shown.shape[1:3])
-    synth = to_display(net, synthesised)  # [K, H, W, 3]
+    x = torch.as_tensor(synthesised)
+    synth = display_frames(seen_images(net, x if getattr(net, "chw", True) else x.permute(0, 3, 1, 2)))
     shares = attribution.shares()
     cols = k_top + 3
     fig = new_figure(1.9 * cols, 2.0 * k_feat + 0.4)

@@ -21,8 +21,9 @@ ensemble member) over a frame dataset are factorised, every position of every fr
 Layers are convolutions counted from 0 (``-1``: the last). A layer's output is made
 non-negative by subtracting its per-channel minimum over the frames where it can be negative
 (no ReLU after it: the last convolution of a keypoint ("spatial") CNN, whose logits feed the
-soft-argmax; other activations than ReLU), so every layer of every CNNReward has a dictionary
-except the keypoint CNNs that read the next frame (refused with one line).
+soft-argmax; other activations than ReLU), so every layer of every CNNReward has a dictionary.
+A keypoint CNN that reads the next frame runs the same convolutions on ``s`` and ``s'``: its
+dictionary is of ``s``'s activations (``s'``'s stay as they are in the attribution).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from prefrl.interpret.attribution import ImageInputs, encode_images, score_images, synthesize
+from prefrl.interpret.attribution import ImageInputs, synthesize
 from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.nets import RewardNet
 
@@ -77,11 +78,6 @@ class FeatureDictionary:
 def _conv_net(net: RewardNet) -> CNNReward:
     if not isinstance(net, CNNReward):
         raise ValueError(f"the feature dictionary needs a CNN reward (CNNReward), got {type(net).__name__}")
-    if net.motion:
-        raise ValueError(
-            "the feature dictionary does not support keypoint CNNs that read the next frame "
-            "(features='spatial' with use_next_obs): their convolutions see s and s' in one batch"
-        )
     return net
 
 
@@ -114,20 +110,24 @@ def _hooked(net: CNNReward, layer: int, fn: Callable[[torch.Tensor], torch.Tenso
         h.remove()
 
 
-def layer_output(
-    net: RewardNet, inputs: ImageInputs, images: torch.Tensor, layer: int, member: int = 0
-) -> torch.Tensor:
+def layer_output(net: RewardNet, images: torch.Tensor, layer: int, member: int = 0) -> torch.Tensor:
     """Convolution ``layer``'s output ``[M, C, h, w]`` for member ``member`` on float ``images``
-    ``[M, C, H, W]`` (0-255) paired with transitions ``0..M-1`` of ``inputs``; differentiable."""
+    ``[M, C, H, W]`` (0-255, the ``"img"`` feature; of a keypoint CNN reading the next frame too,
+    the current frame's part); differentiable."""
     cnn = _conv_net(net)
     layer = resolve_layer(net, layer)
     sl, got = _channels(cnn, layer, member), []
+    x = (images[:, : cnn.obs_shape[0]] if cnn.motion else images) / 255.0
+    if cnn.spatial and cnn.pool > 1:
+        x = F.avg_pool2d(x, cnn.pool)
+    if not cnn.shared_trunk and cnn.ensemble_size > 1:
+        x = x.repeat(1, cnn.ensemble_size, 1, 1)
 
     def grab(out: torch.Tensor) -> None:
         got.append(out[:, sl])
 
     with _hooked(cnn, layer, grab):
-        score_images(net, inputs, images, torch.arange(len(images), device=images.device))
+        cnn.conv(x)
     return got[0]
 
 
@@ -138,8 +138,7 @@ def activations(
     out = []
     with torch.no_grad():
         for s in tqdm(range(0, len(inputs), CHUNK), desc="activations", disable=not progress, leave=False):
-            sub = ImageInputs({k: v[s : s + CHUNK] for k, v in inputs.feats.items()})
-            out.append(layer_output(net, sub, sub.images.float(), layer, member))
+            out.append(layer_output(net, inputs.images[s : s + CHUNK].float(), layer, member))
     return torch.cat(out)
 
 
@@ -206,14 +205,21 @@ def receptive_field(net: RewardNet, layer: int) -> tuple[int, int]:
     return side, jump
 
 
+def seen_images(net: RewardNet, images: torch.Tensor) -> torch.Tensor:
+    """The part of ``"img"`` features ``[N, C, H, W]`` the dictionary's convolutions see: all of it,
+    or the current frame's channels of a keypoint CNN that reads the next frame."""
+    cnn = _conv_net(net)
+    return images[:, : cnn.obs_shape[0]] if cnn.motion else images
+
+
 def feature_patches(
     net: RewardNet, inputs: ImageInputs, result: FeatureDictionary, frames: np.ndarray
 ) -> np.ndarray:
     """The receptive-field patch around each feature's strongest position in ``frames [K, k]``
-    (from :func:`top_frames`): ``[K, k, C, s, s]`` uint8 (images' channels; ``s`` the field's side,
-    clipped to the image)."""
+    (from :func:`top_frames`): ``[K, k, C, s, s]`` uint8 (:func:`seen_images`' channels; ``s`` the
+    field's side, clipped to the image)."""
     side, jump = receptive_field(net, result.layer)
-    img = inputs.images.cpu().numpy()
+    img = seen_images(net, inputs.images).cpu().numpy()
     _, c, hh, ww = img.shape
     side = min(side, hh, ww)
     out = np.zeros((*frames.shape, c, side, side), np.uint8)
@@ -242,16 +248,12 @@ def feature_objective(
     ``(A − floor) · component``, averaged over positions, in units of its largest coefficient
     over the dataset frames (so 1 is as strong as the dataset gets, on average over the grid)."""
     dev = net.device
-    space = net.observation_space
-    act = np.zeros(net.action_space.shape or (), net.action_space.dtype or np.int64)
-    dummy = torch.zeros((n, *(space.shape or ())), dtype=torch.uint8, device=dev)
-    inputs = encode_images(net, dummy, np.broadcast_to(act, (n, *act.shape)).copy())
     comp = torch.as_tensor(result.components[feature], device=dev).view(1, -1, 1, 1)
     floor = torch.as_tensor(result.floor, device=dev).view(1, -1, 1, 1)
     scale = max(float(result.coefficients[:, feature].max()), 1e-6)
 
     def objective(images: torch.Tensor) -> torch.Tensor:
-        a = layer_output(net, inputs, images, result.layer, result.member) - floor
+        a = layer_output(net, images, result.layer, result.member) - floor
         return (a * comp).sum(1).mean((1, 2)) / scale
 
     return objective
@@ -301,19 +303,22 @@ class RewardAttribution:
 def _substituted_reward(
     net: CNNReward, inputs: ImageInputs, idx: torch.Tensor, acts: torch.Tensor, result: FeatureDictionary
 ) -> torch.Tensor:
-    """Member reward ``[M]`` of transitions ``idx`` with the layer's output replaced by ``acts + floor``."""
+    """Member reward ``[M]`` of transitions ``idx`` with the layer's output replaced by ``acts + floor``
+    (a keypoint CNN reading the next frame runs its convolutions on ``s`` (the first ``M`` rows)
+    and ``s'`` in one batch: only ``s``'s are replaced)."""
     sl = _channels(net, result.layer, result.member)
     floor = torch.as_tensor(result.floor, device=acts.device).view(1, -1, 1, 1)
 
     def put(out: torch.Tensor) -> torch.Tensor:
         new = out.clone()
-        new[:, sl] = acts + floor
+        new[: len(acts), sl] = acts + floor
         return new
 
-    f = {k: v[idx] for k, v in inputs.feats.items()}
+    # lead [M, 1]: clips of one step, so a keypoint CNN reading s' never takes s' from the next row
+    f = {k: v[idx].unsqueeze(1) for k, v in inputs.feats.items()}
     f["img"] = f["img"].float()
     with _hooked(net, result.layer, put):
-        return net.score(f)[result.member]
+        return net.score(f)[result.member, :, 0]
 
 
 def reward_attribution(
