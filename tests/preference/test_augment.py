@@ -90,13 +90,23 @@ def test_shifted_training_changes_every_parameter_and_learns() -> None:
     assert metrics["train_accuracy"] > 0.75
 
 
-def test_max_steps_caps_each_update_and_scales_with_the_epoch_multiplier(pendulum_batch) -> None:
+PENDULUM_OBS = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+PENDULUM_ACT = gym.spaces.Box(-2, 2, (1,), np.float32)
+
+
+def _pendulum_pairs(batch: TrajectoryBatch, n_pairs: int) -> PreferenceDataset:
+    """``n_pairs`` oracle-labelled pairs of 20-step Pendulum clips."""
     rng = np.random.default_rng(0)
-    frags, _ = sample_fragments(pendulum_batch, 400, 20, rng)
-    pairs = np.arange(400).reshape(-1, 2)
+    frags, _ = sample_fragments(batch, 2 * n_pairs, 20, rng)
+    pairs = np.arange(2 * n_pairs).reshape(-1, 2)
     data = PreferenceDataset()
     data.add(frags, pairs, SyntheticTeacher("oracle").label(frags, pairs))
-    obs, act = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
+    return data
+
+
+def test_max_steps_caps_each_update_and_scales_with_the_epoch_multiplier(pendulum_batch) -> None:
+    data = _pendulum_pairs(pendulum_batch, 200)
+    obs, act = PENDULUM_OBS, PENDULUM_ACT
     free = RewardTrainer(MLPReward(obs, act, ensemble_size=1), RewardTrainerConfig(epochs=4, val_fraction=0))
     assert free.train(data)["steps"] == 4 * 7  # 200 pairs in batches of 32: 7 steps an epoch
     capped = RewardTrainer(
@@ -109,13 +119,10 @@ def test_max_steps_caps_each_update_and_scales_with_the_epoch_multiplier(pendulu
 
 
 def test_image_shift_on_a_vector_reward_is_refused(pendulum_batch) -> None:
-    rng = np.random.default_rng(0)
-    frags, _ = sample_fragments(pendulum_batch, 20, 20, rng)
-    pairs = np.arange(20).reshape(-1, 2)
-    data = PreferenceDataset()
-    data.add(frags, pairs, SyntheticTeacher("oracle").label(frags, pairs))
-    obs, act = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
-    trainer = RewardTrainer(MLPReward(obs, act), RewardTrainerConfig(epochs=1, image_shift=2))
+    data = _pendulum_pairs(pendulum_batch, 10)
+    trainer = RewardTrainer(
+        MLPReward(PENDULUM_OBS, PENDULUM_ACT), RewardTrainerConfig(epochs=1, image_shift=2)
+    )
     with pytest.raises(ValueError, match="reads no images"):
         trainer.train(data)
 
@@ -150,12 +157,9 @@ def test_held_out_scoring_keeps_no_autograd_graph(pendulum_batch) -> None:
     """Held-out metrics score without gradients: a graph kept per chunk took tens of GB on images."""
     from prefrl.preference import evaluate_preferences
 
-    rng = np.random.default_rng(0)
-    frags, _ = sample_fragments(pendulum_batch, 40, 20, rng)
-    pairs = np.arange(40).reshape(-1, 2)
-    labels = SyntheticTeacher("oracle").label(frags, pairs)
-    obs, act = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
-    net = MLPReward(obs, act, ensemble_size=2)
+    data = _pendulum_pairs(pendulum_batch, 20)
+    frags, pairs, labels = data.fragments, data.pairs, data.labels
+    net = MLPReward(PENDULUM_OBS, PENDULUM_ACT, ensemble_size=2)
     seen: list[bool] = []
     score = net.score
 
