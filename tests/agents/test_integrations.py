@@ -14,10 +14,10 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from reward_runs import STATS, expected, make_run
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
+from tests.agents.reward_runs import STATS, expected, make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gymnasium import spaces
-from tests.training.test_loop import build
 
 from prefrl.agents.random_actions import VariedSizeBox, varied_random_actions
 from prefrl.training.loop import LoopConfig
+from tests.training.test_loop import build
 
 
 def test_each_env_keeps_its_size_for_a_period_and_stays_in_range() -> None:

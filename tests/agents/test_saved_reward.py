@@ -14,7 +14,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from reward_runs import STATS, expected, make_run
 from stable_baselines3.common.vec_env import DummyVecEnv
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -30,6 +29,7 @@ from prefrl.rewards import MLPReward, save_reward_net
 from prefrl.rewards.shaped import ShapedReward
 from prefrl.storage.checkpoint import CheckpointDir
 from prefrl.threads import ENV_VARS
+from tests.agents.reward_runs import STATS, expected, make_run
 
 
 def test_module_examples_run() -> None:

@@ -78,7 +78,7 @@ EXCLUDED: dict[str, str] = {
     "(tests/envs/test_procgen.py runs its Procgen step against a recording venv)",
     "bash .ci/run": "CI from nothing: installs Chromium and the package, lints, then runs the whole suite",
     "scripts/postgres.sh": "starts a PostgreSQL server (installs Debian's package as root); .ci/run runs it",
-    "HEAD_IP": "a Ray cluster at a placeholder address (tests/cli/test_sweep.py starts a real one)",
+    "HEAD_IP": "a Ray cluster at a placeholder address (tests/run/test_sweep.py starts a real one)",
     "@db.example/": "a team deployment: a PostgreSQL server at a placeholder host and a shared clip mount",
     "rl_zoo3.train": "RL Zoo with a hyperparameter file naming the reader's run; "
     "tests/agents/test_integrations.py runs it on a tiny budget",

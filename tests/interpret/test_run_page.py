@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.web.browser import chromium_path, launch
 
 from prefrl.cli.main import main as prefrl_main
 from prefrl.data import PreferenceDataset
 from prefrl.data.fragments import Fragments
 from prefrl.interpret.run_page import FreshClips, disagreements, label_counts
+from tests.web.browser import chromium_path, launch
 
 TINY = (
     "--loop.total-steps 600 --loop.initial-steps 200 --loop.iterations 2 --loop.total-labels 4 "
