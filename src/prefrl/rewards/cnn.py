@@ -12,15 +12,16 @@ from gymnasium import spaces
 from torch import nn
 from torch.nn import functional as F
 
+from prefrl.data.json_types import JSONObject
 from prefrl.rewards.layers import ACTIVATIONS, EnsembleMLP, soft_argmax, standardize_maps
-from prefrl.rewards.nets import Features, RewardNet, to_tensor
+from prefrl.rewards.nets import Array, Batch, Features, RewardNet, to_tensor
 from prefrl.rewards.spaces import channels_first, encode_space, flat_dim, is_image_space, space_to_json
 
 SMALL_IMAGE = 64
 """Images with both sides at most this many pixels get the small reward CNN."""
 
 
-def is_small_image(obs_space: spaces.Space[Any]) -> bool:
+def is_small_image(obs_space: spaces.Space[object]) -> bool:
     """Both image sides at most :data:`SMALL_IMAGE` pixels (HWC or CHW)."""
     shape = tuple(obs_space.shape or ())  # an image space: never None
     hw = shape[1:] if channels_first(shape) else shape[:2]
@@ -28,7 +29,7 @@ def is_small_image(obs_space: spaces.Space[Any]) -> bool:
 
 
 def cnn_architecture(
-    obs_space: spaces.Space[Any],
+    obs_space: spaces.Space[object],
     channels: Sequence[int] | None = None,
     kernels: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
@@ -132,7 +133,7 @@ class CNNOptions:
         if self.shared_trunk and self.features != "flat":
             raise ValueError("a shared trunk goes with flat features; keypoints are per member")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The options as JSON values (tuples as lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
@@ -168,8 +169,8 @@ class CNNReward(RewardNet):
 
     def __init__(
         self,
-        observation_space: spaces.Space[Any],
-        action_space: spaces.Space[Any],
+        observation_space: spaces.Space[object],
+        action_space: spaces.Space[object],
         ensemble_size: int = 1,
         options: CNNOptions | None = None,
         **overrides: Any,
@@ -232,7 +233,9 @@ class CNNReward(RewardNet):
         }
 
     @torch.no_grad()
-    def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
+    def encode(self, obs: Batch, acts: torch.Tensor, next_obs: Batch, dones: torch.Tensor) -> Features:
+        if not isinstance(obs, torch.Tensor) or not isinstance(next_obs, torch.Tensor):
+            raise TypeError("CNNReward reads image tensors, got a dict of observations")
         if obs.dtype != torch.uint8:
             raise ValueError(f"CNNReward expects uint8 images, got {obs.dtype}")
         img = obs if self.chw else obs.movedim(-1, -3)  # [*lead, C, H, W]
@@ -305,7 +308,7 @@ class CNNReward(RewardNet):
         return torch.cat([z_now, (z_next - z_now) * self.cells], -1), lead
 
     @torch.no_grad()
-    def keypoints(self, obs: Any) -> torch.Tensor:
+    def keypoints(self, obs: Array) -> torch.Tensor:
         """Keypoint features (``features="spatial"``) of raw images ``[*lead, H, W, C]`` (or CHW):
         ``[E, *lead, maps, 2]`` (x, y) in [-1, 1], the input channels' first, then the convolutions'."""
         if not self.spatial:
@@ -317,7 +320,7 @@ class CNNReward(RewardNet):
         kp = self._keypoints(x)  # [M, E, maps*2]
         return kp.view(-1, e, self.maps, 2).transpose(0, 1).reshape(e, *lead, self.maps, 2)
 
-    def displacement(self, obs: Any, next_obs: Any) -> torch.Tensor:
+    def displacement(self, obs: Array, next_obs: Array) -> torch.Tensor:
         """``[E, *lead, maps, 2]``: how far each keypoint moved from ``obs`` to ``next_obs``, in cells
         of the keypoint grid (what the head reads with ``use_next_obs``)."""
         return (self.keypoints(next_obs) - self.keypoints(obs)) * self.cells

@@ -80,7 +80,7 @@ class RewardNetConfig:
     def _output(self) -> str:
         return "linear" if self.output == "auto" else self.output
 
-    def resolved_kind(self, obs_space: Any) -> Literal["mlp", "cnn", "reed"]:
+    def resolved_kind(self, obs_space: spaces.Space[object]) -> Literal["mlp", "cnn", "reed"]:
         """``kind`` with ``auto`` decided by the observation space."""
         if self.kind == "auto":
             return "cnn" if is_image_space(obs_space) else "mlp"
@@ -93,7 +93,7 @@ class RewardNetConfig:
             return self.cnn_features
         return "spatial" if is_image_space(obs_space) and is_small_image(obs_space) else "flat"
 
-    def resolve_next_obs(self, obs_space: Any) -> bool:
+    def resolve_next_obs(self, obs_space: spaces.Space[object]) -> bool:
         """``use_next_obs=None`` (auto): the MLP and the keypoint CNN read s', the flat CNN does not
         (not measured there, and a stacked frame would take it off the NumPy per-step path). The
         keypoint CNN then reads where things moved: a step that moves nothing (standing still,
@@ -103,7 +103,7 @@ class RewardNetConfig:
             return True
         return self.resolve_cnn_features(obs_space) == "spatial"
 
-    def resolve_action_heads(self, obs_space: Any, act_space: Any) -> bool:
+    def resolve_action_heads(self, obs_space: spaces.Space[object], act_space: spaces.Space[object]) -> bool:
         """``action_heads=None`` (auto): on where a CNN reward reads a Discrete action and not the
         keypoints' displacement. Its head is one hidden layer over image features, where a one-hot
         action input can only shift the hidden units; the displacement already says what the
@@ -119,7 +119,7 @@ class RewardNetConfig:
         )
         return not motion
 
-    def resolved(self, obs_space: Any, act_space: Any) -> RewardNetConfig:
+    def resolved(self, obs_space: spaces.Space[object], act_space: spaces.Space[object]) -> RewardNetConfig:
         """A copy with the choices the spaces decide made (``use_next_obs``, ``cnn_features``,
         ``action_heads``); ``output="auto"`` needs an environment to probe and stays (``prefrl
         train`` resolves it, :func:`~prefrl.run.setup.resolve_reward_output`; :meth:`build`
@@ -133,7 +133,7 @@ class RewardNetConfig:
             action_heads=self.resolve_action_heads(obs_space, act_space),
         )
 
-    def build(self, obs_space: Any, act_space: Any) -> RewardNet:
+    def build(self, obs_space: spaces.Space[object], act_space: spaces.Space[object]) -> RewardNet:
         """The network; an unresolved ``output="auto"`` (no environment was probed, see
         :func:`resolve_reward_output`) builds the linear output."""
         kind = self.resolved_kind(obs_space)

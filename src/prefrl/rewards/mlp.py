@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from gymnasium import spaces
 
 from prefrl.rewards.layers import EnsembleMLP
-from prefrl.rewards.nets import Features, RewardNet
+from prefrl.rewards.nets import Batch, Features, RewardNet
 from prefrl.rewards.normalization import RunningNorm
 from prefrl.rewards.spaces import encode_space, flat_dim, space_to_json
 
@@ -27,8 +26,8 @@ class MLPReward(RewardNet):
 
     def __init__(
         self,
-        observation_space: spaces.Space[Any],
-        action_space: spaces.Space[Any],
+        observation_space: spaces.Space[object],
+        action_space: spaces.Space[object],
         hidden: Sequence[int] = (32, 32),
         ensemble_size: int = 1,
         use_obs: bool = True,
@@ -71,15 +70,24 @@ class MLPReward(RewardNet):
             "action_heads": action_heads,
         }
 
-    def _raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> torch.Tensor:
+    def _raw(
+        self, obs: Batch, acts: torch.Tensor | None, next_obs: Batch | None, dones: torch.Tensor | None
+    ) -> torch.Tensor:
+        missing = [
+            k
+            for k, x, on in zip(("acts", "next_obs", "dones"), (acts, next_obs, dones), self.use[1:])
+            if on and x is None
+        ]
+        if missing:
+            raise ValueError(f"this reward network reads {', '.join(missing)}, got None")
         parts = []
         if self.use[0]:
             parts.append(encode_space(self.observation_space, obs))
-        if self.use[1]:
+        if self.use[1] and acts is not None:
             parts.append(encode_space(self.action_space, acts))
-        if self.use[2]:
+        if self.use[2] and next_obs is not None:
             parts.append(encode_space(self.observation_space, next_obs))
-        if self.use[3]:
+        if self.use[3] and dones is not None:
             parts.append(dones.float().unsqueeze(-1))
         lead = {tuple(p.shape[:-1]) for p in parts}
         if len(lead) != 1:
@@ -87,7 +95,7 @@ class MLPReward(RewardNet):
         return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
     @torch.no_grad()
-    def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
+    def encode(self, obs: Batch, acts: torch.Tensor, next_obs: Batch, dones: torch.Tensor) -> Features:
         x = self._raw(obs, acts, next_obs, dones)
         feats = {"x": self.norm(x) if self.norm is not None else x}
         if self.action_heads:
@@ -95,7 +103,9 @@ class MLPReward(RewardNet):
         return feats
 
     @torch.no_grad()
-    def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
+    def update_stats(
+        self, obs: Batch, acts: torch.Tensor | None, next_obs: Batch | None, dones: torch.Tensor | None
+    ) -> None:
         if self.norm is not None:
             self.norm.update(self._raw(obs, acts, next_obs, dones))
 

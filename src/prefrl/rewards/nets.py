@@ -29,7 +29,8 @@ rewards of the states it lasts in saturate at one level instead of varying at ra
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any, TypeAlias, cast, overload
 
 import numpy as np
 import torch
@@ -40,13 +41,27 @@ from prefrl.rewards.layers import EnsembleMLP
 from prefrl.rewards.spaces import event_ndim
 
 Features = dict[str, torch.Tensor]
+Batch: TypeAlias = "torch.Tensor | dict[str, torch.Tensor]"
+"""A batch of observations as a network reads them: a tensor, or a dict of tensors (Dict spaces)."""
+Array: TypeAlias = "np.ndarray | torch.Tensor"
+"""One array of inputs, NumPy or torch."""
+RawBatch: TypeAlias = "Array | Mapping[str, Array]"
+"""A batch of observations as callers hold them: NumPy or torch, an array or a dict of arrays."""
 OUTPUTS = ("linear", "tanh")
 """Output of a reward network: unbounded, or squashed into (-1, 1)."""
 
 
-def to_tensor(x: Any, device: torch.device | str | None = None) -> Any:
+@overload
+def to_tensor(x: Array, device: torch.device | str | None = None) -> torch.Tensor: ...
+@overload
+def to_tensor(
+    x: Mapping[str, Array], device: torch.device | str | None = None
+) -> dict[str, torch.Tensor]: ...
+@overload
+def to_tensor(x: RawBatch, device: torch.device | str | None = None) -> Batch: ...
+def to_tensor(x: RawBatch, device: torch.device | str | None = None) -> Batch:
     """NumPy array (or dict of them) -> tensor(s) on ``device``; tensors pass through."""
-    if isinstance(x, dict):
+    if isinstance(x, Mapping):
         return {k: to_tensor(v, device) for k, v in x.items()}
     if isinstance(x, torch.Tensor):
         return x.to(device) if device is not None else x
@@ -109,7 +124,7 @@ class RewardNet(nn.Module):
         return next(self.parameters()).device
 
     # ----------------------------------------------------------- interface
-    def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
+    def encode(self, obs: Batch, acts: torch.Tensor, next_obs: Batch, dones: torch.Tensor) -> Features:
         """Raw tensors ``[*lead, ...]`` -> feature tensors ``[*lead, ...]`` (no gradients)."""
         raise NotImplementedError
 
@@ -135,8 +150,11 @@ class RewardNet(nn.Module):
         """Ensemble-mean reward of the absorbing state (the agent's anchor)."""
         return float(self._squash(self.absorbing_reward).mean())
 
-    def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
-        """Update input normalisation from a batch of raw transitions (default: none)."""
+    def update_stats(
+        self, obs: Batch, acts: torch.Tensor | None, next_obs: Batch | None, dones: torch.Tensor | None
+    ) -> None:
+        """Update input normalisation from a batch of raw transitions (default: none); inputs the
+        network does not read may be ``None``."""
 
     def l2_per_member(self) -> torch.Tensor:
         """``[E]`` squared weight norm of each member (for adaptive L2)."""
@@ -147,25 +165,29 @@ class RewardNet(nn.Module):
         return total
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> dict[str, object]:
         """JSON-able constructor arguments (see :func:`prefrl.rewards.io.build_reward_net`)."""
         return {"class": type(self).__name__, **self._config}
 
     # --------------------------------------------------------- conveniences
-    def forward(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> torch.Tensor:
+    def forward(self, obs: Batch, acts: torch.Tensor, next_obs: Batch, dones: torch.Tensor) -> torch.Tensor:
         """Rewards ``[E, *lead]`` for transitions with leading dims ``*lead``."""
         return self.score(self.encode(obs, acts, next_obs, dones))
 
-    def _inputs(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> tuple[Any, ...]:
+    def _inputs(
+        self, obs: RawBatch, acts: Array, next_obs: RawBatch, dones: Array | None
+    ) -> tuple[Batch, torch.Tensor, Batch, torch.Tensor]:
         dev = self.device
-        obs, acts, next_obs = to_tensor(obs, dev), to_tensor(acts, dev), to_tensor(next_obs, dev)
+        acts_t = to_tensor(acts, dev)
         if dones is None:  # no terminal flags given: none of the transitions is terminal
-            lead = acts.shape[: acts.dim() - event_ndim(self.action_space)]
-            return obs, acts, next_obs, torch.zeros(lead, device=dev)
-        return obs, acts, next_obs, to_tensor(dones, dev)
+            lead = acts_t.shape[: acts_t.dim() - event_ndim(self.action_space)]
+            return to_tensor(obs, dev), acts_t, to_tensor(next_obs, dev), torch.zeros(lead, device=dev)
+        return to_tensor(obs, dev), acts_t, to_tensor(next_obs, dev), to_tensor(dones, dev)
 
     @torch.no_grad()
-    def predict(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    def predict(
+        self, obs: RawBatch, acts: Array, next_obs: RawBatch, dones: Array | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Ensemble mean and std ``[*lead]`` as NumPy, from NumPy or tensor inputs."""
         r = self(*self._inputs(obs, acts, next_obs, dones))
         std = r.std(0, unbiased=False) if r.shape[0] > 1 else torch.zeros_like(r[0])

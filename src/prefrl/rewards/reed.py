@@ -27,7 +27,6 @@ images have the CNN reward. Observation features are normalised by running stati
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -35,12 +34,12 @@ from gymnasium import spaces
 from torch import nn
 
 from prefrl.rewards.layers import EnsembleMLP
-from prefrl.rewards.nets import Features, RewardNet
+from prefrl.rewards.nets import Batch, Features, RewardNet
 from prefrl.rewards.normalization import RunningNorm
 from prefrl.rewards.spaces import encode_space, flat_dim, is_image_space, space_to_json
 
 
-def _has_images(space: spaces.Space[Any]) -> bool:
+def _has_images(space: spaces.Space[object]) -> bool:
     if isinstance(space, spaces.Dict):
         return any(_has_images(s) for s in space.spaces.values())
     return is_image_space(space)
@@ -66,8 +65,8 @@ class ReedReward(RewardNet):
 
     def __init__(
         self,
-        observation_space: spaces.Space[Any],
-        action_space: spaces.Space[Any],
+        observation_space: spaces.Space[object],
+        action_space: spaces.Space[object],
         hidden: Sequence[int] = (64, 64),
         ensemble_size: int = 1,
         use_obs: bool = True,
@@ -124,13 +123,13 @@ class ReedReward(RewardNet):
         }
 
     # ------------------------------------------------------------ features
-    def _obs_features(self, obs: Any) -> torch.Tensor:
+    def _obs_features(self, obs: Batch) -> torch.Tensor:
         """Raw observations ``[*lead, *obs_shape]`` -> normalised features ``[*lead, D_obs]``."""
         x = encode_space(self.observation_space, obs)
         return self.norm(x) if self.norm is not None else x
 
     @torch.no_grad()
-    def encode(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> Features:
+    def encode(self, obs: Batch, acts: torch.Tensor, next_obs: Batch, dones: torch.Tensor) -> Features:
         """Raw transitions ``[*lead, ...]`` -> features: ``obs`` and ``next_obs`` ``[*lead, D_obs]``
         (normalised), ``a`` ``[*lead, D_act]``, ``done`` ``[*lead]`` (those the head reads) and, with
         action heads, the action index ``act`` ``[*lead]``."""
@@ -151,7 +150,9 @@ class ReedReward(RewardNet):
         return feats
 
     @torch.no_grad()
-    def update_stats(self, obs: Any, acts: Any, next_obs: Any, dones: Any) -> None:
+    def update_stats(
+        self, obs: Batch, acts: torch.Tensor | None, next_obs: Batch | None, dones: torch.Tensor | None
+    ) -> None:
         """Fold the observations ``[*lead, *obs_shape]`` into the input statistics (``next_obs``
         is the same stream of states one step on, so it is not counted twice)."""
         if self.norm is not None:
@@ -191,13 +192,13 @@ class ReedReward(RewardNet):
         for m in (self.encoder, self.dynamics, self.projection, self.prediction):
             yield from m.parameters()
 
-    def latent(self, obs: Any, per_member: bool = False) -> torch.Tensor:
+    def latent(self, obs: Batch, per_member: bool = False) -> torch.Tensor:
         """Encodings ``z`` ``[E, *lead, d]`` of raw observations ``[*lead, *obs_shape]``
         (``[E, *lead, *obs_shape]`` per member)."""
         return self.encoder(self._obs_features(obs), per_member=per_member)
 
     def self_predictive_loss(
-        self, obs: Any, acts: Any, next_obs: Any, per_member: bool = False
+        self, obs: Batch, acts: torch.Tensor, next_obs: Batch, per_member: bool = False
     ) -> torch.Tensor:
         """REED's next-latent loss of each member ``[E]``: the negative cosine similarity between
         the predicted next latent and the (stop-gradient) encoding of ``s'``, averaged over the

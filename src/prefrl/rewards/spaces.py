@@ -14,8 +14,10 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 
+from prefrl.data.json_types import JSONObject
 
-def flat_dim(space: spaces.Space[Any]) -> int:
+
+def flat_dim(space: spaces.Space[object]) -> int:
     """Length of the feature vector :func:`encode_space` produces for ``space``."""
     if isinstance(space, spaces.Box):
         return int(np.prod(space.shape))
@@ -30,7 +32,7 @@ def flat_dim(space: spaces.Space[Any]) -> int:
     raise TypeError(f"unsupported space {space!r}: use Box, Discrete, MultiDiscrete, MultiBinary or Dict")
 
 
-def event_ndim(space: spaces.Space[Any]) -> int:
+def event_ndim(space: spaces.Space[object]) -> int:
     """Number of trailing dimensions one sample of ``space`` has (0 for Discrete)."""
     if isinstance(space, spaces.Discrete):
         return 0
@@ -39,7 +41,7 @@ def event_ndim(space: spaces.Space[Any]) -> int:
     raise TypeError(f"no single event shape for {space!r}")
 
 
-def encode_space(space: spaces.Space[Any], x: Any) -> torch.Tensor:
+def encode_space(space: spaces.Space[object], x: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor:
     """Features ``[*lead, flat_dim(space)]`` (float32) from a batch ``x`` of ``space`` samples.
 
     Args:
@@ -72,7 +74,7 @@ def encode_space(space: spaces.Space[Any], x: Any) -> torch.Tensor:
     return x.reshape(*lead, -1).float()
 
 
-def is_image_space(space: spaces.Space[Any]) -> bool:
+def is_image_space(space: spaces.Space[object]) -> bool:
     """A uint8 Box of rank 3 (HWC or CHW)."""
     return isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
 
@@ -83,7 +85,7 @@ def channels_first(shape: tuple[int, ...]) -> bool:
 
 
 # ------------------------------------------------------------------ JSON
-def space_to_json(space: spaces.Space[Any]) -> dict[str, Any]:
+def space_to_json(space: spaces.Space[object]) -> JSONObject:
     """A JSON-able description of ``space`` (inverse: :func:`space_from_json`)."""
     if isinstance(space, spaces.Box):
         return {
@@ -104,7 +106,7 @@ def space_to_json(space: spaces.Space[Any]) -> dict[str, Any]:
     raise TypeError(f"cannot serialise space {space!r}")
 
 
-def space_from_json(d: dict[str, Any]) -> spaces.Space[Any]:
+def space_from_json(d: dict[str, Any]) -> spaces.Space[object]:
     """Rebuild a space written by :func:`space_to_json`."""
     t = d.get("type")
     if t == "Box":
