@@ -9,8 +9,10 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from prefrl.rewards import ReedReward, build_reward_net, load_reward_net, save_reward_net
+from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.config import RewardNetConfig
+from prefrl.rewards.io import build_reward_net, load_reward_net, save_reward_net
+from prefrl.rewards.reed import ReedReward
 
 BOX3, BOX1 = spaces.Box(-1, 1, (3,)), spaces.Box(-2, 2, (1,))
 
@@ -91,10 +93,10 @@ def test_config_switch_builds_reed_and_reads_the_next_state() -> None:
     assert RewardNetConfig().resolved_kind(BOX3) == "mlp"  # off by default
 
 
-def test_images_and_missing_state_inputs_are_clear_errors() -> None:
+def test_images_build_the_self_predictive_cnn_and_missing_state_inputs_are_clear_errors() -> None:
     image = spaces.Box(0, 255, (40, 40, 3), np.uint8)
-    with pytest.raises(ValueError, match=r"reads vector observations.*--reward.kind cnn"):
-        RewardNetConfig(kind="reed").build(image, BOX1)
+    net = RewardNetConfig(kind="reed", reed_latent_dim=16).resolved(image, BOX1).build(image, BOX1)
+    assert isinstance(net, CNNReward) and net.has_self_predictive and net.spatial and net.motion
     with pytest.raises(ValueError, match="vector observations"):
         ReedReward(spaces.Dict({"img": image, "v": BOX3}), BOX1)
     with pytest.raises(ValueError, match="use_obs or use_next_obs"):

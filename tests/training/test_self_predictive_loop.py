@@ -1,5 +1,5 @@
 """REED in ``prefrl train``: --reward.kind reed runs, logs the self-predictive loss, checkpoints
-its encoder trainer and resumes with it; image observations are refused before anything runs."""
+its encoder trainer and resumes with it; on images it trains the CNN reward's self-predictive heads."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_reed_run_logs_the_self_predictive_loss_and_resumes_with_its_trainer(tmp
     assert latest.name == "iter_000002" and _spr_calls(latest) == 2  # 1 restored + 1 after the resume
 
 
-def test_reed_options_are_documented_and_images_are_refused(
+def test_reed_options_are_documented_and_images_train_the_cnns_self_predictive_heads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit):
@@ -57,11 +57,17 @@ def test_reed_options_are_documented_and_images_are_refused(
     options += "--trainer.self-predictive-batch-size --trainer.self-predictive-lr"
     for opt in options.split():
         assert opt in text, opt
-    image = ["--env.id", "prefrl/MovingDot-v0", "--reward.kind", "reed", "--no-progress"]
-    code = main(["train", "--run-dir", str(tmp_path / "r"), *image])
-    assert code == 2
-    assert "reads vector observations" in capsys.readouterr().err
-    assert not (tmp_path / "r").exists()
+    run = tmp_path / "r"
+    image = "--env.id prefrl/MovingDot-v0 --reward.kind reed --loop.total-steps 256 --loop.iterations 2 "
+    image += "--loop.initial-steps 128 --loop.total-labels 6 --loop.fragment-length 10 --agent.n-steps 64 "
+    image += "--agent.batch-size 32 --trainer.epochs 2 --trainer.self-predictive-steps 5 "
+    image += "--trainer.self-predictive-batch-size 32 --eval-episodes 1 --no-progress --no-page"
+    assert main(["train", "--run-dir", str(run), *image.split()]) == 0  # PPO: the iteration's episodes
+    with (run / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [float(r["reward/spr_steps"]) for r in rows] == [25.0, 5.0]
+    assert float(rows[0]["reward/spr_loss"]) < float(rows[0]["reward/spr_loss_before"])
+    assert json.loads((run / "config.json").read_text())["reward"]["kind"] == "reed"
 
 
 def test_replay_sample_draws_distinct_stored_transitions_across_chunks(

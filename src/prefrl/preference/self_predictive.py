@@ -1,4 +1,6 @@
-"""Train a :class:`~prefrl.rewards.reed.ReedReward`'s encoder on REED's self-predictive objective.
+"""Train a reward's encoder on REED's self-predictive objective: a :class:`~prefrl.rewards.reed.
+ReedReward`'s, or the image features of a :class:`~prefrl.rewards.cnn.CNNReward` built with
+``self_predictive`` (REED on images).
 
 No labels are involved: the trainer draws random transitions ``(s, a, s')`` from the ones it is
 given (in ``prefrl train``, the iteration's episodes and a sample of the replay buffer) and
@@ -25,15 +27,26 @@ from typing import Any
 import torch
 
 from prefrl.data.arrays import obs_map
+from prefrl.rewards.cnn import CNNReward
 from prefrl.rewards.nets import to_tensor
 from prefrl.rewards.reed import ReedReward
+
+SelfPredictiveNet = ReedReward | CNNReward
+"""The networks with a self-predictive objective (a CNNReward only when built with it)."""
+
+
+def has_self_predictive(net: object) -> bool:
+    """Whether ``net`` has the self-predictive objective: every :class:`ReedReward`, and a
+    :class:`CNNReward` built with ``self_predictive``."""
+    return isinstance(net, ReedReward) or (isinstance(net, CNNReward) and net.has_self_predictive)
+
 
 EVAL_TRANSITIONS = 1024
 """Random transitions (the same before and after a call's updates) that measure ``spr_loss_before``
 and ``spr_loss``."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class SelfPredictiveConfig:
     """How the self-predictive objective trains a REED encoder (``prefrl train`` builds it from
     :meth:`~prefrl.preference.trainer.RewardTrainerConfig.self_predictive`)."""
@@ -62,11 +75,15 @@ def _rows(x: Any, idx: torch.Tensor) -> Any:
 
 
 class SelfPredictiveTrainer:
-    """Fits a :class:`ReedReward`'s encoder and next-latent predictor to transitions."""
+    """Fits a network's encoder and next-latent predictor to transitions (a :class:`ReedReward`, or
+    a :class:`CNNReward` built with ``self_predictive``)."""
 
-    def __init__(self, net: ReedReward, config: SelfPredictiveConfig | None = None) -> None:
-        if not isinstance(net, ReedReward):
-            raise TypeError(f"the self-predictive objective needs a ReedReward, got {type(net).__name__}")
+    def __init__(self, net: SelfPredictiveNet, config: SelfPredictiveConfig | None = None) -> None:
+        if not has_self_predictive(net):
+            raise TypeError(
+                "the self-predictive objective needs a ReedReward or a CNNReward built with "
+                f"self_predictive, got {type(net).__name__}"
+            )
         self.net = net
         self.config = config or SelfPredictiveConfig()
         self.params = list(net.self_predictive_parameters())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +118,14 @@ class CNNOptions:
     shared_trunk: bool = False
     """The members share one set of convolutions (flat features only) and differ in their heads:
     a batch of images costs one convolution pass instead of one per member."""
+    self_predictive: bool = False
+    """REED on images: next to the reward, a dynamics predictor, a projection and a prediction
+    MLP over the features of one image, which the loop trains on unlabelled transitions to
+    predict the next image's features from this one's and the action (see :class:`CNNReward`).
+    Needs a network that reads one image at a time: keypoints, or flat features without
+    ``use_next_obs``."""
+    self_predictive_dim: int = 64
+    """Width of the self-predictive MLPs' hidden layer and of the projected space."""
 
     def __post_init__(self) -> None:
         for name in ("channels", "kernels", "strides", "hidden"):
@@ -132,6 +140,13 @@ class CNNOptions:
             raise ValueError("channels, kernels and strides must have the same length")
         if self.shared_trunk and self.features != "flat":
             raise ValueError("a shared trunk goes with flat features; keypoints are per member")
+        if self.self_predictive and self.use_next_obs and self.features == "flat":
+            raise ValueError(
+                "the self-predictive objective needs a CNN that reads one image at a time: keypoint "
+                "features (--reward.cnn-features spatial), or flat features without --reward.use-next-obs"
+            )
+        if self.self_predictive_dim < 1:
+            raise ValueError(f"self_predictive_dim must be >= 1, got {self.self_predictive_dim}")
 
     def to_json(self) -> JSONObject:
         """The options as JSON values (tuples as lists)."""
@@ -219,11 +234,19 @@ class CNNReward(RewardNet):
             grid = self.conv(torch.zeros(1, c * g, h // self.pool, w // self.pool))
         n_flat = grid.flatten(1).shape[1] // g
         self.cells = 0.5 * (max(grid.shape[-2:]) - 1)  # keypoint units in [-1, 1] -> grid cells
+        n_image = n_flat  # features of one image (flat features read one unless use_next_obs)
         if self.spatial:
-            n_flat = 2 * self.maps * (1 + int(self.motion))
+            n_image = 2 * self.maps
+            n_flat = n_image * (1 + int(self.motion))
         d_vec = flat_dim(action_space) * (o.use_act and not o.action_heads) + int(o.use_done)
         self.head = EnsembleMLP(e, n_flat + d_vec, o.hidden, n_out, o.activation)
         self._init_reward_head(e, o.output)
+        self.has_self_predictive = o.self_predictive
+        if o.self_predictive:
+            d, width = o.self_predictive_dim, [o.self_predictive_dim]
+            self.dynamics = EnsembleMLP(e, n_image + flat_dim(action_space), width, n_image, o.activation)
+            self.projection = EnsembleMLP(e, n_image, width, d, o.activation)
+            self.prediction = EnsembleMLP(e, d, width, d, o.activation)
         self.image_shape = (c, h, w)
         self._config = {
             "observation_space": space_to_json(observation_space),
@@ -337,3 +360,52 @@ class CNNReward(RewardNet):
             kp = soft_argmax(standardize_maps(maps) * s.reshape(1, -1, 1, 1))  # [M, E*n, 2]
             kps.append(kp.view(m, e, -1, 2))
         return torch.cat(kps, 2).view(m, e, -1)
+
+    # ------------------------------------------------------------ self-prediction (REED on images)
+    def l2_per_member(self) -> torch.Tensor:
+        """``[E]`` squared weight norm of each member's reward head (the self-predictive MLPs are
+        not part of the reward)."""
+        return self.head.l2_per_member()
+
+    def self_predictive_parameters(self) -> Iterator[nn.Parameter]:
+        """What the self-predictive objective trains: the convolutions (and keypoint sharpness),
+        the dynamics predictor, the projection and the prediction MLPs."""
+        if not self.has_self_predictive:
+            raise ValueError("this CNN reward was built without self_predictive")
+        yield from self.conv.parameters()
+        if self.spatial:
+            yield self.sharpness
+        for m in (self.dynamics, self.projection, self.prediction):
+            yield from m.parameters()
+
+    def latent(self, obs: Array, per_member: bool = False) -> torch.Tensor:
+        """Features ``[E, *lead, F]`` of one image each: raw uint8 images ``[*lead, H, W, C]`` (or
+        CHW; ``[E, *lead, ...]`` per member): keypoints, or the flattened last grid."""
+        img = to_tensor(obs, self.device)
+        if img.dtype != torch.uint8:
+            raise ValueError(f"CNNReward expects uint8 images, got {img.dtype}")
+        img = img if self.chw else img.movedim(-1, -3)
+        return self._image_features(img, per_member)[0]
+
+    def self_predictive_loss(
+        self, obs: Array, acts: Array, next_obs: Array, per_member: bool = False
+    ) -> torch.Tensor:
+        """REED's next-latent loss of each member ``[E]``, on images: the negative cosine
+        similarity between the projected prediction of the next image's features (from this
+        image's features and the action) and the projected features of the real next image
+        (stop-gradient), averaged over the transitions; from -1 (perfect) to 1.
+
+        Args:
+            obs, next_obs: uint8 images ``[B, H, W, C]`` (or CHW), ``[E, B, ...]`` with ``per_member``.
+            acts: actions ``[B, *act_shape]`` (``[E, B, ...]``).
+            per_member: inputs carry a leading ``E`` dimension (each member its own rows).
+        """
+        e = self.ensemble_size
+        z = self.latent(obs, per_member)  # [E, B, F]
+        a = encode_space(self.action_space, to_tensor(acts, self.device))  # [E?, B, D_act]
+        a = a if per_member else a.unsqueeze(0).expand(e, *a.shape)
+        z_hat = self.dynamics(torch.cat([z, a.to(z.dtype)], -1), per_member=True)  # [E, B, F]
+        p = self.prediction(self.projection(z_hat, per_member=True), per_member=True)  # [E, B, d]
+        with torch.no_grad():
+            target = self.projection(self.latent(next_obs, per_member), per_member=True)  # [E, B, d]
+        return -F.cosine_similarity(p, target, dim=-1).reshape(e, -1).mean(-1)

@@ -17,17 +17,17 @@ from prefrl.rewards.reed import ReedReward
 from prefrl.rewards.spaces import is_image_space
 
 
-@dataclass
+@dataclass(frozen=True)
 class RewardNetConfig:
     """The reward model (an ensemble of MLPs, or of CNNs for image observations)."""
 
     kind: Literal["auto", "mlp", "cnn", "reed"] = "auto"
     """Network: auto (cnn for uint8 image observations [H, W, C] or [C, H, W], frame stacks included;
-    mlp otherwise, Dict observations included), mlp, cnn, or reed (REED, Metcalf et al. 2024, vector
-    observations only: each member encodes states into a latent z, its reward MLP reads z(s), the
-    action and z(s'), and prefrl train's loop trains the encoder before every reward update to predict
-    the next latent from z(s) and the action on the transitions the agent has seen, see
-    --trainer.self-predictive; see docs/techniques.md)."""
+    mlp otherwise, Dict observations included), mlp, cnn, or reed (REED, Metcalf et al. 2024: on vectors
+    each member encodes states into a latent z, its reward MLP reads z(s), the action and z(s'); on
+    images it is the CNN reward whose image features are that latent; prefrl train's loop trains the
+    encoder before every reward update to predict the next latent from z(s) and the action on the
+    transitions the agent has seen, see --trainer.self-predictive; see docs/techniques.md)."""
     hidden: list[int] = field(default_factory=lambda: [64, 64])
     """Hidden layer sizes of the MLP (REED: of the reward head over the encoded states)."""
     reed_latent_dim: int = 64
@@ -86,7 +86,13 @@ class RewardNetConfig:
             return "cnn" if is_image_space(obs_space) else "mlp"
         return self.kind
 
-    def resolve_cnn_features(self, obs_space: Any) -> Literal["flat", "spatial"]:
+    def is_cnn(self, obs_space: spaces.Space[object]) -> bool:
+        """The network is a CNN: ``kind`` cnn (or auto on images), or REED on images (the CNN
+        with its self-predictive heads)."""
+        kind = self.resolved_kind(obs_space)
+        return kind == "cnn" or (kind == "reed" and is_image_space(obs_space))
+
+    def resolve_cnn_features(self, obs_space: spaces.Space[object]) -> Literal["flat", "spatial"]:
         """``cnn_features="auto"``: keypoints (spatial) for small images, where a reward is about
         where objects are (the moving dot: held-out accuracy 0.53 -> 0.68 offline), flat above."""
         if self.cnn_features != "auto":
@@ -99,7 +105,7 @@ class RewardNetConfig:
         keypoint CNN then reads where things moved: a step that moves nothing (standing still,
         pushing into a wall) looks the same whatever the action, which is what a reward for
         progress needs."""
-        if self.resolved_kind(obs_space) in ("mlp", "reed"):  # REED reads z(s'), the encoded s'
+        if not self.is_cnn(obs_space):  # the MLP; REED on vectors reads z(s'), the encoded s'
             return True
         return self.resolve_cnn_features(obs_space) == "spatial"
 
@@ -112,7 +118,7 @@ class RewardNetConfig:
         if self.action_heads is not None:
             return self.action_heads
         discrete = isinstance(act_space, spaces.Discrete)
-        if self.resolved_kind(obs_space) != "cnn" or not self.use_act or not discrete:
+        if not self.is_cnn(obs_space) or not self.use_act or not discrete:
             return False
         motion = self.resolve_cnn_features(obs_space) == "spatial" and (
             self.resolve_next_obs(obs_space) if self.use_next_obs is None else self.use_next_obs
@@ -139,7 +145,7 @@ class RewardNetConfig:
         kind = self.resolved_kind(obs_space)
         use_next_obs = bool(self.use_next_obs)  # unresolved auto (runs that predate it): off
         heads = bool(self.action_heads)  # unresolved auto (runs that predate it): off
-        if kind == "cnn":
+        if self.is_cnn(obs_space):
             if not is_image_space(obs_space):
                 raise ValueError(
                     "--reward.kind cnn needs uint8 image observations [H, W, C] or [C, H, W], "
@@ -171,6 +177,8 @@ class RewardNetConfig:
                 features=features,
                 action_heads=heads,
                 shared_trunk=self.cnn_shared_trunk,
+                self_predictive=kind == "reed",
+                self_predictive_dim=self.reed_latent_dim,
             )
             return CNNReward(obs_space, act_space, ensemble_size=self.ensemble_size, options=options)
         vector: dict[str, Any] = {  # the MLP's and REED's options

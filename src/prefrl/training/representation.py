@@ -1,5 +1,6 @@
 """REED in the loop: before each reward update, a :class:`~prefrl.rewards.reed.ReedReward`'s state
-encoder trains on the self-predictive objective over the transitions the loop has.
+encoder (or a self-predictive :class:`~prefrl.rewards.cnn.CNNReward`'s convolutions) trains on
+the self-predictive objective over the transitions the loop has.
 
 Those are the iteration's episodes (the states the agent reached last, as the reward sees
 them) and, for off-policy agents, a uniform sample of the whole replay buffer (every transition
@@ -22,10 +23,9 @@ from prefrl.agents.protocols import Agent
 from prefrl.agents.sb3 import buffer_rows, buffer_transitions
 from prefrl.data.arrays import Obs, obs_map
 from prefrl.data.trajectories import TrajectoryBatch
-from prefrl.preference.self_predictive import SelfPredictiveTrainer
+from prefrl.preference.self_predictive import SelfPredictiveNet, SelfPredictiveTrainer, has_self_predictive
 from prefrl.preference.trainer import RewardTrainerConfig
 from prefrl.rewards.nets import RewardNet, to_tensor
-from prefrl.rewards.reed import ReedReward
 
 CHUNK_ROWS = 16_384
 """Replay-buffer transitions copied out at a time while drawing a sample (bounds the memory)."""
@@ -60,15 +60,19 @@ def replay_sample(agent: OffPolicyAlgorithm, n: int, rng: np.random.Generator) -
 class SelfPrediction:
     """The loop's REED step: a :class:`SelfPredictiveTrainer` and what it trains on."""
 
-    def __init__(self, net: ReedReward, config: RewardTrainerConfig) -> None:
+    def __init__(self, net: SelfPredictiveNet, config: RewardTrainerConfig) -> None:
         self.net = net
         self.trainer = SelfPredictiveTrainer(net, config.self_predictive_config())
         self.update_normalization = config.update_normalization
 
     @classmethod
     def for_loop(cls, net: RewardNet, config: RewardTrainerConfig) -> SelfPrediction | None:
-        """The step for a :class:`ReedReward` with ``config.self_predictive`` on, else ``None``."""
-        return cls(net, config) if isinstance(net, ReedReward) and config.self_predictive else None
+        """The step for a network with the self-predictive objective (REED) when
+        ``config.self_predictive`` is on, else ``None``."""
+        if not config.self_predictive or not has_self_predictive(net):
+            return None
+        assert isinstance(net, SelfPredictiveNet)
+        return cls(net, config)
 
     def update(
         self, batch: TrajectoryBatch | None, agent: Agent | None, multiplier: float = 1.0
