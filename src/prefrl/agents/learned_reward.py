@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.saved_reward import Normalize, check_spaces, load_learned_reward
+from prefrl.data.arrays import Obs, obs_stack
 from prefrl.threads import set_threads
 
 __all__ = [
@@ -72,15 +74,17 @@ class LearnedRewardWrapper(gym.Wrapper):
         check_spaces(reward.net, env.observation_space, env.action_space, source)
         return cls(env, reward)
 
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, object] | None = None
+    ) -> tuple[object, dict[str, object]]:
+        obs, info = self.env.reset(seed=seed, options=options)
         self._obs = obs
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: object) -> tuple[object, float, bool, bool, dict[str, object]]:
         obs, true_rew, terminated, truncated, info = self.env.step(action)
 
-        def add(x: Any) -> np.ndarray:  # a batch of one
+        def add(x: object) -> np.ndarray:  # a batch of one
             return np.asarray(x)[None]
 
         rew, raw = self.reward(add(self._obs), add(action), add(obs), np.array([terminated]))
@@ -89,13 +93,7 @@ class LearnedRewardWrapper(gym.Wrapper):
         return obs, float(rew[0]), terminated, truncated, info
 
 
-def _stack_obs(items: list[Any]) -> Any:
-    if isinstance(items[0], dict):
-        return {k: np.stack([o[k] for o in items]) for k in items[0]}
-    return np.stack(items)
-
-
-def _take(obs: Any, rows: np.ndarray | int) -> Any:
+def _take(obs: Obs, rows: np.ndarray | int) -> Obs:
     """Rows ``rows`` of a batch of observations (an array, or a dict of arrays)."""
     return {k: v[rows] for k, v in obs.items()} if isinstance(obs, dict) else obs[rows]
 
@@ -140,7 +138,9 @@ class LearnedRewardVectorWrapper(VectorWrapper):
         check_spaces(reward.net, env.single_observation_space, env.single_action_space, source)
         return cls(env, reward)
 
-    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, object] | None = None
+    ) -> tuple[object, dict[str, object]]:
         obs, info = self.env.reset(seed=seed, options=options)
         mask = (options or {}).get("reset_mask")
         if mask is None or self._obs is None:
@@ -151,13 +151,13 @@ class LearnedRewardVectorWrapper(VectorWrapper):
             self._restarting[np.asarray(mask, dtype=bool)] = False
         return obs, info
 
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: object) -> tuple[object, np.ndarray, np.ndarray, np.ndarray, dict[str, object]]:
         obs, true_rews, terminated, truncated, info = self.env.step(actions)
         n = self.num_envs
         next_obs = obs
         final = info.get("_final_obs")
         if self._mode == AutoresetMode.SAME_STEP and final is not None and np.any(final):
-            next_obs = _stack_obs([info["final_obs"][i] if final[i] else _take(obs, i) for i in range(n)])
+            next_obs = obs_stack([info["final_obs"][i] if final[i] else _take(obs, i) for i in range(n)])
         keep = ~self._restarting  # rows that are transitions
         rews, raw = np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
         if keep.any():
@@ -218,7 +218,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         check_spaces(reward.net, venv.observation_space, venv.action_space, source)
         return cls(venv, reward)
 
-    def reset(self) -> Any:
+    def reset(self) -> VecEnvObs:
         self._obs = self.venv.reset()
         return self._obs
 
@@ -226,14 +226,16 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         self._acts = np.asarray(actions)
         self.venv.step_async(actions)
 
-    def step_wait(self) -> Any:
+    def step_wait(self) -> VecEnvStepReturn:
         obs, true_rews, dones, infos = self.venv.step_wait()
+        if isinstance(obs, tuple) or self._acts is None:
+            raise TypeError("a learned reward reads array or dict observations after step_async (no tuples)")
         next_obs = obs
         if np.any(dones):  # swap in the real last observation of finished episodes
             rows = [
                 infos[i]["terminal_observation"] if dones[i] else self._row(obs, i) for i in range(len(dones))
             ]
-            next_obs = _stack_obs(rows)
+            next_obs = obs_stack(rows)
         terminal = np.array(
             [bool(d) and not info.get("TimeLimit.truncated", False) for d, info in zip(dones, infos)]
         )
@@ -247,13 +249,28 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         return obs, rews.astype(np.float32), dones, infos
 
     @staticmethod
-    def _row(obs: Any, i: int) -> Any:
+    def _row(obs: Obs, i: int) -> Obs:
         return {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
 
 
+@overload
 def learned_reward_env(
-    env: Any, source: str | Path, normalize: Normalize = "run", threads: int | None = 1
-) -> Any:
+    env: VecEnv, source: str | Path, normalize: Normalize = "run", threads: int | None = 1
+) -> LearnedRewardVecEnv: ...
+@overload
+def learned_reward_env(
+    env: VectorEnv, source: str | Path, normalize: Normalize = "run", threads: int | None = 1
+) -> LearnedRewardVectorWrapper: ...
+@overload
+def learned_reward_env(
+    env: gym.Env, source: str | Path, normalize: Normalize = "run", threads: int | None = 1
+) -> LearnedRewardWrapper: ...
+def learned_reward_env(
+    env: VecEnv | VectorEnv | gym.Env,
+    source: str | Path,
+    normalize: Normalize = "run",
+    threads: int | None = 1,
+) -> LearnedRewardVecEnv | LearnedRewardVectorWrapper | LearnedRewardWrapper:
     """``env`` (a ``gymnasium.Env``, a Gymnasium ``VectorEnv`` or an SB3 ``VecEnv``) with the reward of
     ``source``, in the matching wrapper of this module (``threads``: as ``from_run``'s)."""
     if isinstance(env, VecEnv):

@@ -10,18 +10,14 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from prefrl.data.arrays import Obs, obs_stack
 from prefrl.data.trajectories import Trajectory, TrajectoryBatch
 
 
-def _row(obs: Any, i: int) -> Any:
+def _row(obs: VecEnvObs, i: int) -> Obs:
     return {k: np.array(v[i]) for k, v in obs.items()} if isinstance(obs, dict) else np.array(obs[i])
-
-
-def _stack(items: list[Any]) -> Any:
-    if isinstance(items[0], dict):
-        return {k: np.stack([o[k] for o in items]) for k in items[0]}
-    return np.stack(items)
 
 
 class TrajectoryRecorder(VecEnvWrapper):
@@ -45,12 +41,12 @@ class TrajectoryRecorder(VecEnvWrapper):
 
     def _reset_buffers(self) -> None:
         n = self.num_envs
-        self._o: list[list[Any]] = [[] for _ in range(n)]
+        self._o: list[list[Obs]] = [[] for _ in range(n)]
         self._a: list[list[np.ndarray]] = [[] for _ in range(n)]
         self._r: list[list[float]] = [[] for _ in range(n)]
         self._f: list[list[np.ndarray]] = [[] for _ in range(n)]
 
-    def reset(self) -> Any:
+    def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
         self._reset_buffers()
         for i in range(self.num_envs):
@@ -66,7 +62,7 @@ class TrajectoryRecorder(VecEnvWrapper):
             self._a[i].append(np.array(actions[i]))
         self.venv.step_async(actions)
 
-    def step_wait(self) -> Any:
+    def step_wait(self) -> VecEnvStepReturn:
         obs, rews, dones, infos = self.venv.step_wait()
         self.total_steps += self.num_envs
         for i in range(self.num_envs):
@@ -83,7 +79,7 @@ class TrajectoryRecorder(VecEnvWrapper):
     def _episode(self, i: int, terminated: bool, truncated: bool) -> Trajectory:
         frames = {"frames": np.stack(self._f[i])} if self.render_frames and self._f[i] else None
         return Trajectory(
-            obs=_stack(self._o[i]),
+            obs=obs_stack(self._o[i]),
             acts=np.stack(self._a[i]),
             rews=np.asarray(self._r[i], dtype=np.float32),
             terminated=terminated,

@@ -5,12 +5,13 @@ with the normalisation, exploration bonus and fast per-step path the wrappers of
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from prefrl.rewards.nets import RewardNet
+from prefrl.rewards.nets import Array, RawBatch, RewardNet
 from prefrl.rewards.normalization import RewardNormalizer
 
 FAST_MAX_BATCH = 256
@@ -38,7 +39,7 @@ class LearnedReward:
         self.normalize = normalize
         self.update_stats = update_stats
         self.normalizer = RewardNormalizer()
-        self.intrinsic: Any = None
+        self.intrinsic: Callable[[RawBatch], np.ndarray] | None = None
         """When set (``f(next_obs) -> [B]``), it replaces the learned reward (unsupervised pre-training)."""
         self.bonus = 0.0
         """Weight of the ensemble's std in the reward: ``bonus x`` std is added to it, so with a
@@ -73,7 +74,7 @@ class LearnedReward:
             raise ValueError(f"the weight of the ensemble's std must be finite, got {weight}")
         self.bonus = float(weight)
 
-    def use_intrinsic(self, fn: Any) -> None:
+    def use_intrinsic(self, fn: Callable[[RawBatch], np.ndarray] | None) -> None:
         """Give the agent ``fn(next_obs) -> [B]`` instead of the learned reward (unsupervised
         pre-training, exploration while every label is a tie); ``None``: the learned reward again."""
         self.intrinsic = fn
@@ -88,7 +89,7 @@ class LearnedReward:
         self._fast_fn, self._absorbing = None, None
 
     @torch.no_grad()
-    def raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> np.ndarray:
+    def raw(self, obs: RawBatch, acts: Array, next_obs: RawBatch, dones: Array | None = None) -> np.ndarray:
         """Ensemble-mean reward ``[*lead]`` for transitions ``[*lead, ...]``, minus the
         absorbing-state reward (unnormalised), plus ``bonus x`` the ensemble std."""
         if self.fast and not self.bonus and isinstance(acts, np.ndarray) and len(acts) <= FAST_MAX_BATCH:
@@ -107,7 +108,7 @@ class LearnedReward:
         return out.astype(np.float32)
 
     def __call__(
-        self, obs: Any, acts: Any, next_obs: Any, dones: Any = None
+        self, obs: RawBatch, acts: Array, next_obs: RawBatch, dones: Array | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(rewards for the agent, raw learned rewards)``, both ``[*lead]``."""
         if self.intrinsic is not None:

@@ -17,14 +17,14 @@ exploration bonus a run may have added while it learned. See docs/integrations.m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from gymnasium import spaces
 
 from prefrl.agents.reward_signal import LearnedReward
 from prefrl.rewards.io import load_reward_net, read_reward_normalizer
-from prefrl.rewards.nets import RewardNet
+from prefrl.rewards.nets import Array, RawBatch, RewardNet
 from prefrl.storage.checkpoint import CheckpointDir, read_json
 from prefrl.threads import check_threads, torch_threads
 
@@ -55,7 +55,7 @@ class SavedReward(LearnedReward):
         super().__init__(net, normalize=normalize, update_stats=update_stats)
         self.threads = None if threads is None else check_threads(threads, "threads")
 
-    def raw(self, obs: Any, acts: Any, next_obs: Any, dones: Any = None) -> np.ndarray:
+    def raw(self, obs: RawBatch, acts: Array, next_obs: RawBatch, dones: Array | None = None) -> np.ndarray:
         with torch_threads(self.threads):
             return super().raw(obs, acts, next_obs, dones)
 
@@ -76,7 +76,7 @@ def reward_file(source: str | Path) -> Path:
     return path
 
 
-def saved_normalizer(path: Path) -> dict[str, Any] | None:
+def saved_normalizer(path: Path) -> dict[str, object] | None:
     """How the run that wrote reward file ``path`` normalised its agent's reward:
     ``{"normalize": False}``, ``{"normalize": True, **statistics}``, or ``None`` (unknown).
 
@@ -95,7 +95,7 @@ def saved_normalizer(path: Path) -> dict[str, Any] | None:
     ckpt = CheckpointDir(run)
     latest = ckpt.latest()
     stats = None if latest is None else ckpt.read_state(latest).get("normalizer")
-    return None if not stats else {"normalize": True, **stats}
+    return {"normalize": True, **stats} if isinstance(stats, dict) and stats else None
 
 
 def load_learned_reward(
@@ -141,7 +141,7 @@ def load_learned_reward(
 
 
 def check_spaces(
-    net: RewardNet, obs_space: spaces.Space[Any], act_space: spaces.Space[Any], source: Any
+    net: RewardNet, obs_space: spaces.Space[object], act_space: spaces.Space[object], source: object
 ) -> None:
     """Raise a clear error when the environment's spaces are not those the reward was learned on."""
     for what, want, got in (
@@ -156,7 +156,7 @@ def check_spaces(
             )
 
 
-def _compatible(a: spaces.Space[Any], b: spaces.Space[Any]) -> bool:
+def _compatible(a: spaces.Space[object], b: spaces.Space[object]) -> bool:
     """Same kind, shape and dtype (bounds may differ); Dict and Tuple spaces part by part."""
     if type(a) is not type(b):
         return False

@@ -6,22 +6,24 @@ with the same leading dimensions in every entry; everything else is a single nda
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping, Sequence, Sized
+from typing import TypeAlias, TypeVar
 
 import numpy as np
 
 Obs: TypeAlias = "np.ndarray | dict[str, np.ndarray]"
+A = TypeVar("A")
+B = TypeVar("B")
 
 
-def obs_map(fn: Callable[[Any], Any], obs: Any) -> Any:
+def obs_map(fn: Callable[[A], B], obs: A | Mapping[str, A]) -> B | dict[str, B]:
     """Apply ``fn`` to every array of an observation (array or dict of arrays)."""
     if isinstance(obs, Mapping):
         return {k: fn(v) for k, v in obs.items()}
     return fn(obs)
 
 
-def obs_len(obs: Any) -> int:
+def obs_len(obs: Sized | Mapping[str, Sized]) -> int:
     """Length of the leading dimension, checked equal across dict entries."""
     if isinstance(obs, Mapping):
         lens = {k: len(v) for k, v in obs.items()}
@@ -33,20 +35,31 @@ def obs_len(obs: Any) -> int:
     return len(obs)
 
 
-def obs_concat(parts: list[Any]) -> Any:
+def obs_concat(parts: Sequence[Obs]) -> Obs:
     """Concatenate observations along the leading dimension."""
+    return _obs_join(np.concatenate, parts, "concatenate")
+
+
+def obs_stack(parts: Sequence[Obs]) -> Obs:
+    """Stack observations along a new leading dimension (a batch of single observations)."""
+    return _obs_join(np.stack, parts, "stack")
+
+
+def _obs_join(join: Callable[[list[np.ndarray]], np.ndarray], parts: Sequence[Obs], what: str) -> Obs:
     if not parts:
-        raise ValueError("nothing to concatenate")
-    if isinstance(parts[0], Mapping):
-        keys = list(parts[0].keys())
-        for p in parts:
-            if not isinstance(p, Mapping) or list(p.keys()) != keys:
-                raise ValueError(f"dict observations with different keys: {keys} vs {p}")
-        return {k: np.concatenate([p[k] for p in parts]) for k in keys}
-    return np.concatenate(parts)
+        raise ValueError(f"nothing to {what}")
+    first = parts[0]
+    if isinstance(first, Mapping):
+        keys = list(first.keys())
+        dicts = [p for p in parts if isinstance(p, Mapping) and list(p.keys()) == keys]
+        if len(dicts) != len(parts):
+            bad = next(p for p in parts if not isinstance(p, Mapping) or list(p.keys()) != keys)
+            raise ValueError(f"dict observations with different keys: {keys} vs {bad}")
+        return {k: join([p[k] for p in dicts]) for k in keys}
+    return join([np.asarray(p) for p in parts])
 
 
-def obs_to_flat_dict(prefix: str, obs: Any) -> dict[str, np.ndarray]:
+def obs_to_flat_dict(prefix: str, obs: Obs) -> dict[str, np.ndarray]:
     """Flatten an observation into ``{prefix: arr}`` or ``{prefix/key: arr}`` for ``.npz``."""
     if isinstance(obs, Mapping):
         for k in obs:
@@ -56,7 +69,7 @@ def obs_to_flat_dict(prefix: str, obs: Any) -> dict[str, np.ndarray]:
     return {prefix: np.asarray(obs)}
 
 
-def obs_from_flat_dict(prefix: str, data: Mapping[str, np.ndarray]) -> Any:
+def obs_from_flat_dict(prefix: str, data: Mapping[str, np.ndarray]) -> Obs:
     """Inverse of :func:`obs_to_flat_dict`."""
     if prefix in data:
         return data[prefix]

@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,12 @@ from prefrl.rewards.nets import RewardNet
 CKPT_VERSION = 1
 
 
-def config_hash(config: dict[str, Any]) -> str:
+def config_hash(config: Mapping[str, object]) -> str:
     """A short stable hash of a JSON-able config."""
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def strict(obj: Any) -> Any:
+def strict(obj: object) -> object:
     """``obj`` with every NaN or infinite float (also NumPy scalars) replaced by ``None``.
 
     Python's ``json`` writes them as bare ``NaN`` / ``Infinity``, which is not JSON: other
@@ -59,12 +60,12 @@ def strict(obj: Any) -> Any:
     return obj
 
 
-def dumps(obj: Any, **kwargs: Any) -> str:
-    """Strict JSON text of ``obj`` (see :func:`strict`); ``kwargs`` go to :func:`json.dumps`."""
-    return json.dumps(strict(obj), allow_nan=False, **kwargs)
+def dumps(obj: object, indent: int | None = None, sort_keys: bool = False) -> str:
+    """Strict JSON text of ``obj`` (see :func:`strict`), indented and sorted as :func:`json.dumps` does."""
+    return json.dumps(strict(obj), allow_nan=False, indent=indent, sort_keys=sort_keys)
 
 
-def write_json(path: Path, obj: Any) -> None:
+def write_json(path: Path, obj: object) -> None:
     """Atomic, strict JSON write (NaN and infinities become ``null``)."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(dumps(obj, indent=2, sort_keys=True))
@@ -96,7 +97,7 @@ class CheckpointDir:
         path.mkdir(parents=True)
         return path
 
-    def commit(self, path: Path, state: dict[str, Any]) -> None:
+    def commit(self, path: Path, state: Mapping[str, object]) -> None:
         """Write ``state.json`` last, point ``LATEST`` at ``path``, drop old checkpoints."""
         write_json(path / "state.json", {"version": CKPT_VERSION, **state})
         tmp = self.root / "LATEST.tmp"
@@ -116,14 +117,14 @@ class CheckpointDir:
             raise ValueError(f"{marker} points to {path}, which is not a complete checkpoint")
         return path
 
-    def read_state(self, path: Path) -> dict[str, Any]:
+    def read_state(self, path: Path) -> dict[str, object]:
         state = read_json(path / "state.json", "checkpoint state")
         if not isinstance(state, dict) or int(state.get("version", -1)) > CKPT_VERSION:
             raise ValueError(f"{path / 'state.json'}: not a prefrl checkpoint this version can read")
         return state
 
     # ------------------------------------------------------------- labels
-    def write_labels_state(self, state: dict[str, Any]) -> None:
+    def write_labels_state(self, state: Mapping[str, object]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         write_json(self.root / "labels.json", state)
 
@@ -135,16 +136,16 @@ class CheckpointDir:
 TENSOR_STATE = "prefrl.tensor_state"
 
 
-def save_tensor_state(state: dict[str, Any], path: Path) -> None:
+def save_tensor_state(state: Mapping[str, object], path: Path) -> None:
     """Save a nested dict of tensors and JSON values: tensors to safetensors, the rest as JSON.
 
     Tensors are stored under their dotted key path (``"trainer.optimizer.exp_avg"``); every
     other leaf goes, under the same path, into the file's JSON metadata. Nothing is pickled.
     """
     tensors: dict[str, torch.Tensor] = {}
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
 
-    def walk(prefix: str, node: Any) -> None:
+    def walk(prefix: str, node: object) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
                 if not isinstance(k, str) or "." in k:
@@ -162,7 +163,7 @@ def save_tensor_state(state: dict[str, Any], path: Path) -> None:
     tmp.replace(path)
 
 
-def load_tensor_state(path: Path) -> dict[str, Any]:
+def load_tensor_state(path: Path) -> dict[str, object]:
     """Load a file written by :func:`save_tensor_state` back into its nested dict; clear errors."""
     if not path.exists():
         raise FileNotFoundError(f"{path}: missing checkpoint file")
@@ -187,7 +188,7 @@ def load_tensor_state(path: Path) -> dict[str, Any]:
 
 # ------------------------------------------------------------- the reward learner's part
 def save_learner(
-    path: Path, net: RewardNet, trainer_state: dict[str, Any], dataset: PreferenceDataset
+    path: Path, net: RewardNet, trainer_state: Mapping[str, object], dataset: PreferenceDataset
 ) -> None:
     """Write the reward side of a checkpoint into ``path``: ``reward.safetensors``,
     ``trainer.safetensors`` (trainer state and torch's RNG) and ``preferences.npz``."""
@@ -198,7 +199,7 @@ def save_learner(
     dataset.save(path / "preferences.npz")
 
 
-def load_learner(path: Path, net: RewardNet) -> dict[str, Any]:
+def load_learner(path: Path, net: RewardNet) -> dict[str, object]:
     """Load :func:`save_learner`'s files: the weights into ``net``, torch's RNG state restored;
     returns the trainer state. Raises ``ValueError`` naming a corrupt or foreign checkpoint."""
     try:
@@ -212,5 +213,8 @@ def load_learner(path: Path, net: RewardNet) -> dict[str, Any]:
             "version does not load); start a new run directory"
         )
     blob = load_tensor_state(path / "trainer.safetensors")
-    torch.set_rng_state(blob["torch_rng"])
-    return blob["trainer"]
+    rng, trainer = blob.get("torch_rng"), blob.get("trainer")
+    if not isinstance(rng, torch.Tensor) or not isinstance(trainer, dict):
+        raise ValueError(f"{path / 'trainer.safetensors'}: no reward learner state (torch_rng, trainer)")
+    torch.set_rng_state(rng)
+    return trainer
