@@ -25,6 +25,7 @@ import dataclasses
 import json
 import math
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,19 +62,19 @@ UNSAFE_EXTRA = ("tensorboard_log", "device", "verbose")
 
 
 # ------------------------------------------------------------------ nested state <-> tensors
-def _key(k: Any) -> str:
+def _key(k: object) -> str:
     if isinstance(k, bool) or not isinstance(k, str | int) or "/" in str(k) or str(k).startswith("#"):
         raise ValueError(f"state keys must be strings without '/' or ints, got {k!r}")
     return f"#{k}" if isinstance(k, int) else k
 
 
-def flatten_state(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+def flatten_state(state: Mapping[str, object]) -> tuple[dict[str, torch.Tensor], dict[str, object]]:
     """A nested dict (int keys allowed, as in optimiser state) as ``/``-joined paths: its tensors
     and, apart, its other (JSON) leaves."""
     tensors: dict[str, torch.Tensor] = {}
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
 
-    def walk(prefix: str, node: Any) -> None:
+    def walk(prefix: str, node: object) -> None:
         if isinstance(node, dict):
             if not node:
                 values[prefix[:-1]] = {}
@@ -88,7 +89,7 @@ def flatten_state(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[
     return tensors, values
 
 
-def unflatten_state(tensors: dict[str, torch.Tensor], values: dict[str, Any]) -> dict[str, Any]:
+def unflatten_state(tensors: Mapping[str, torch.Tensor], values: Mapping[str, object]) -> dict[str, object]:
     """The inverse of :func:`flatten_state`."""
     out: dict[Any, Any] = {}
     for path, value in [*tensors.items(), *values.items()]:
@@ -105,7 +106,7 @@ def unflatten_state(tensors: dict[str, torch.Tensor], values: dict[str, Any]) ->
 
 
 # ------------------------------------------------------------------ SBX (JAX) train states
-def _jax_states(agent: BaseAlgorithm) -> dict[str, dict[str, Any]]:
+def _jax_states(agent: BaseAlgorithm) -> dict[str, dict[str, object]]:
     """SBX: the flax train states of the agent and its policy, by owner and attribute name."""
     if not type(agent).__module__.startswith("sbx"):
         return {}
@@ -118,19 +119,19 @@ def _jax_states(agent: BaseAlgorithm) -> dict[str, dict[str, Any]]:
     }
 
 
-def _jax_tensors(agent: BaseAlgorithm) -> dict[str, Any]:
+def _jax_tensors(agent: BaseAlgorithm) -> dict[str, dict[str, dict[int, torch.Tensor]]]:
     states = _jax_states(agent)
     if not states:
         return {}  # and leave jax unimported: importing it draws from NumPy's global generator
     import jax
 
-    def leaves(st: Any) -> dict[int, torch.Tensor]:
+    def leaves(st: object) -> dict[int, torch.Tensor]:
         return {i: torch.from_numpy(np.array(leaf)) for i, leaf in enumerate(jax.tree_util.tree_leaves(st))}
 
     return {owner: {k: leaves(st) for k, st in of_owner.items()} for owner, of_owner in states.items()}
 
 
-def _set_jax_states(agent: BaseAlgorithm, saved: dict[str, Any]) -> None:
+def _set_jax_states(agent: BaseAlgorithm, saved: object) -> None:
     all_states = _jax_states(agent)
     if not all_states:
         return
@@ -141,7 +142,8 @@ def _set_jax_states(agent: BaseAlgorithm, saved: dict[str, Any]) -> None:
     for owner, states in all_states.items():
         for name, fresh in states.items():
             leaves, treedef = jax.tree_util.tree_flatten(fresh)
-            got = saved.get(owner, {}).get(name)
+            of_owner = saved.get(owner) if isinstance(saved, dict) else None
+            got = of_owner.get(name) if isinstance(of_owner, dict) else None
             if not isinstance(got, dict) or sorted(got) != list(range(len(leaves))):
                 raise ValueError(f"no (or a different) {owner}.{name} train state")
             new = []
@@ -170,7 +172,7 @@ def save_agent(agent: BaseAlgorithm, path: str | Path, config: AgentConfig | Non
         raise ValueError("save_agent needs the AgentConfig of an agent not built by make_agent")
     config = dataclasses.replace(config, algo=resolve_algo(config.algo, agent.action_space))
     state_dicts, variables = agent._get_torch_save_params()
-    state: dict[str, Any] = {
+    state: dict[str, object] = {
         "torch": {name: _module_state(agent, name) for name in state_dicts},
         "variables": {name: _attr(agent, name) for name in variables},
         "jax": _jax_tensors(agent),
@@ -201,18 +203,21 @@ def save_agent(agent: BaseAlgorithm, path: str | Path, config: AgentConfig | Non
     return path
 
 
-def _attr(obj: Any, dotted: str) -> Any:
+def _attr(obj: object, dotted: str) -> object:
     for part in dotted.split("."):
         obj = getattr(obj, part)
     return obj
 
 
-def _module_state(agent: BaseAlgorithm, name: str) -> dict[str, Any]:
-    return _attr(agent, name).state_dict()
+def _module_state(agent: BaseAlgorithm, name: str) -> Mapping[str, object]:
+    module = _attr(agent, name)
+    if not isinstance(module, torch.nn.Module | torch.optim.Optimizer):
+        raise TypeError(f"{name} is a {type(module).__name__}, not a module or an optimiser")
+    return module.state_dict()
 
 
 # ------------------------------------------------------------------ load
-def read_policy(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def read_policy(path: str | Path) -> tuple[dict[str, object], dict[str, object]]:
     """``(meta, state)`` of a policy file, checked; one-line ``ValueError`` naming the file."""
     path = Path(path)
     if not path.is_file():
@@ -250,17 +255,17 @@ def read_policy(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return meta, state
 
 
-def _dict(meta: dict[str, Any], key: str) -> dict[str, Any]:
+def _dict(meta: Mapping[str, object], key: str) -> dict[str, object]:
     value = meta.get(key)
     if not isinstance(value, dict):
         raise ValueError(f"{META_ENTRY}: field {key!r} must be an object")
     return value
 
 
-def file_config(meta: dict[str, Any]) -> AgentConfig:
+def file_config(meta: Mapping[str, object]) -> AgentConfig:
     """The :class:`AgentConfig` stored in a policy file, without ``extra`` keys that choose
     files or devices (:data:`UNSAFE_EXTRA`)."""
-    fields = dict(_dict(meta, "agent"))
+    fields: dict[str, Any] = dict(_dict(meta, "agent"))  # JSON: AgentConfig checks the values
     try:
         extra = loads_bounded(fields.get("extra", "{}"))
         if isinstance(extra, dict):
@@ -301,17 +306,23 @@ def load_agent(
             cfg,
             venv,
             seed=seed if isinstance(seed, int) else 0,
-            learning_starts=_counter(counters, "learning_starts", 0),
+            learning_starts=int(_counter(counters, "learning_starts", 0)),
         )
-        if state.get("torch"):
-            agent.set_parameters(state["torch"], exact_match=True, device=agent.device)
+        modules, variables = state.get("torch"), state.get("variables", {})
+        if not isinstance(modules, dict | None) or not isinstance(variables, dict):
+            raise ValueError("fields 'torch' and 'variables' of the state must be objects")
+        if modules:
+            agent.set_parameters(modules, exact_match=True, device=agent.device)
         with torch.no_grad():
-            for name, value in state.get("variables", {}).items():
-                _attr(agent, name).copy_(value)
+            for name, value in variables.items():
+                target = _attr(agent, name)
+                if not isinstance(target, torch.Tensor):
+                    raise ValueError(f"variable {name!r} is not a tensor of this agent")
+                target.copy_(value)
         _set_jax_states(agent, state.get("jax", {}))
         for k in COUNTERS:
             if k in counters:
-                setattr(agent, k, _counter(counters, k, None))
+                setattr(agent, k, _counter(counters, k, 0))
     except (ValueError, TypeError, RuntimeError, KeyError, AttributeError, MemoryError) as e:
         msg = str(e).replace("\n", " ")
         for space in ("observation_space", "action_space"):  # the likely cause first: another environment
@@ -323,12 +334,16 @@ def load_agent(
     return agent
 
 
-def _counter(counters: dict[str, Any], name: str, default: Any) -> Any:
+def _counter(counters: Mapping[str, object], name: str, default: float) -> float:
     if name not in counters:
         return default
     value, kind = counters[name], COUNTERS[name]
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or (kind is int and (value != int(value) or value < 0)):
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or (kind is int and (value != int(value) or value < 0))
+    ):
         what = "a non-negative int" if kind is int else "a finite number"
         raise ValueError(f"counter {name!r} must be {what}, got {value!r}")
     return kind(value)

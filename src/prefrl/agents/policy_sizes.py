@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard
 
 import numpy as np
 import torch
@@ -31,18 +32,18 @@ FALLBACK_MEMORY = 1 << 40
 """The memory assumed where the system does not say (1 TiB)."""
 
 
-def tensor_shapes(state: Any) -> list[tuple[int, ...]]:
+def tensor_shapes(state: object) -> list[tuple[int, ...]]:
     """The shapes of every tensor in a nested state dict."""
     if isinstance(state, dict):
         return [s for v in state.values() for s in tensor_shapes(v)]
     return [tuple(state.shape)] if isinstance(state, torch.Tensor) else []
 
 
-def _int(v: Any) -> bool:
+def _int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _layouts(node: Any, where: str) -> tuple[list[tuple[str, list[int]]], list[tuple[str, int]]]:
+def _layouts(node: object, where: str) -> tuple[list[tuple[str, list[int]]], list[tuple[str, int]]]:
     """Lists of integers (layer widths) and single integers found in ``node``, with where they are."""
     if isinstance(node, list) and node and all(map(_int, node)):
         return [(where, node)], []
@@ -80,7 +81,7 @@ def check_networks(cfg: AgentConfig, shapes: list[tuple[int, ...]]) -> None:
             raise ValueError(f"{where} is {value}, more than any tensor dimension of the file ({largest})")
 
 
-def space_bytes(space: spaces.Space[Any]) -> int:
+def space_bytes(space: spaces.Space[object]) -> int:
     """Bytes of one sample of ``space``."""
     if isinstance(space, spaces.Dict):
         return sum(space_bytes(s) for s in space.spaces.values())
@@ -132,7 +133,7 @@ def check_buffers(cfg: AgentConfig, venv: VecEnv) -> None:
         )
 
 
-def check_sizes(cfg: AgentConfig, state: dict[str, Any], venv: VecEnv) -> None:
+def check_sizes(cfg: AgentConfig, state: Mapping[str, object], venv: VecEnv) -> None:
     """Refuse, with one line, an agent config that would allocate more than its file's tensors
     account for or than this machine has (see the module docstring)."""
     check_networks(cfg, tensor_shapes(state))
