@@ -23,7 +23,8 @@ import sys
 import time
 from typing import NoReturn
 
-from prefrl.storage.store import QueryStore, StoreError
+from prefrl.storage.records import StoreError
+from prefrl.storage.store import QueryStore
 
 SUBCOMMANDS = ("serve", "add-user", "renew", "revoke", "users", "export")
 MAX_EXPIRES_DAYS = 36_500.0  # 100 years: beyond that, leave --expires-days out (never expires)

@@ -17,9 +17,10 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
-from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.sb3 import make_agent, make_env, make_vec_env
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import RewardTrainer

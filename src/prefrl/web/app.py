@@ -40,9 +40,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from prefrl.storage.episodes import latest_episode
+from prefrl.storage.records import AlreadyLabelled, QueryClosed, QueryFilled, UnknownQuery, User
 from prefrl.storage.runs import find_run
 from prefrl.storage.stats import export_csv, label_rows, label_stats
-from prefrl.storage.store import AlreadyLabelled, QueryClosed, QueryFilled, QueryStore, UnknownQuery, User
+from prefrl.storage.store import QueryStore
 from prefrl.web.pages import ADMIN_HTML, LABEL_HTML
 from prefrl.web.proxies import TrustedProxies
 from prefrl.web.throttle import FailedSignIns
