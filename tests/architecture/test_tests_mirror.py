@@ -59,6 +59,7 @@ CAPABILITIES: dict[str, dict[str, str]] = {
     "rewards": {"crafted_reward": "crafted reward files are one line naming the file, through the CLI"},
     "run": {
         "no_pickle": "every command that writes a run writes no pickle",
+        "removed_options": "a config naming a removed technique's option loads or is refused in one line",
         "run_messages": "the lines a run's start or resume refuses with",
     },
     "training": {
