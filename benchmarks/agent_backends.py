@@ -27,8 +27,10 @@ import torch
 
 from prefrl.agents.evaluate import evaluate_returns, train_on_true_reward
 from prefrl.agents.sb3 import AgentConfig, make_env, resolve_algo
+from prefrl.envs.config import EnvConfig
 from prefrl.run.sweep_report import normalized_score
 from prefrl.run.train import TrainConfig, train
+from prefrl.training.config import LoopConfig
 
 BACKENDS = ("sb3", "sbx")
 
@@ -36,9 +38,9 @@ BACKENDS = ("sb3", "sbx")
 def one_seed(a: argparse.Namespace, backend: str, seed: int, root: Path) -> dict[str, float]:
     """The learned and the true-reward run of ``backend`` for ``seed`` (returns, wall and CPU s)."""
     cfg = TrainConfig(seed=seed, run_dir=str(root / f"{backend}-learned-{seed}"), progress=False,
-                      eval_episodes=a.eval_episodes, threads=1)  # fmt: skip
-    cfg.env.id, cfg.agent.backend = a.env, backend
-    cfg.loop.total_labels, cfg.loop.total_steps = a.labels, a.steps
+                      eval_episodes=a.eval_episodes, threads=1, env=EnvConfig(id=a.env),
+                      agent=AgentConfig(backend=backend),
+                      loop=LoopConfig(total_labels=a.labels, total_steps=a.steps))  # fmt: skip
     rep = train(cfg)
     agent = AgentConfig(algo=resolve_algo("auto", make_env(a.env).action_space), backend=backend)
     initial = min(1000, a.steps // 10)

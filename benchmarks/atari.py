@@ -79,9 +79,13 @@ def agent_config() -> Any:
 
 def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> Any:
     """The ``prefrl train`` config of the learned side."""
-    from prefrl.run.train import TrainConfig
+    from prefrl.envs.config import EnvConfig
+    from prefrl.preference.trainer import RewardTrainerConfig
+    from prefrl.rewards.config import RewardNetConfig
+    from prefrl.run.config import TrainConfig
+    from prefrl.training.config import LoopConfig
 
-    cfg = TrainConfig(
+    return TrainConfig(
         seed=seed,
         run_dir=str(run),
         force=True,
@@ -90,14 +94,16 @@ def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> 
         eval_interval=EVAL_INTERVAL,
         agent=agent_config(),
         page=False,
+        env=EnvConfig(id=TASKS[task]["env"], hide_score=True),
+        loop=LoopConfig(
+            total_steps=steps,
+            total_labels=labels,
+            fragment_length=FRAGMENT_LENGTH,
+            iterations=max(1, steps // EVAL_INTERVAL),
+        ),
+        trainer=RewardTrainerConfig(max_steps=FIT_STEPS),
+        reward=RewardNetConfig(cnn_shared_trunk=True),
     )
-    cfg.env.id, cfg.env.hide_score = TASKS[task]["env"], True
-    cfg.loop.total_steps, cfg.loop.total_labels = steps, labels
-    cfg.loop.fragment_length = FRAGMENT_LENGTH
-    cfg.loop.iterations = max(1, steps // EVAL_INTERVAL)
-    cfg.trainer.max_steps = FIT_STEPS
-    cfg.reward.cnn_shared_trunk = True
-    return cfg
 
 
 def run_learned(task: str, seed: int, run: Path, steps: int, labels: int) -> dict[str, Any]:

@@ -72,22 +72,24 @@ def agent_config() -> AgentConfig:
 
 def learned_config(task: str, side: str, seed: int, run: Path, steps: int, labels: int) -> Any:
     """The ``prefrl train`` config of a learned side (``protocol`` or ``defaults``)."""
-    from prefrl.run.train import TrainConfig
+    from prefrl.envs.config import EnvConfig
+    from prefrl.preference.trainer import RewardTrainerConfig
+    from prefrl.run.config import TrainConfig
+    from prefrl.training.config import LoopConfig
 
-    cfg = TrainConfig(seed=seed, run_dir=str(run), force=True, progress=False, eval_episodes=EVAL_EPISODES,
-                      eval_interval=EVAL_INTERVAL, agent=agent_config())  # fmt: skip
-    cfg.env.id = TASKS[task]["env"]
-    loop = cfg.loop
-    loop.total_steps, loop.total_labels, loop.fragment_length = steps, labels, 50
-    loop.checkpoint_interval = CHECKPOINT_EVERY
+    loop: dict[str, Any] = {"total_steps": steps, "total_labels": labels, "fragment_length": 50,
+                            "checkpoint_interval": CHECKPOINT_EVERY}  # fmt: skip
+    trainer = RewardTrainerConfig()
     if side == "protocol":
-        loop.initial_steps, loop.pretrain_steps = RANDOM_STEPS, PRETRAIN_STEPS
         # the papers' 1,000 random steps, and the reward fit of the protocol's first seeds (no
         # L2): prefrl's defaults since 2026-11-26 are the `defaults` side's
-        loop.initial_steps_per_label, cfg.trainer.l2_init = 0, 0.0
-        loop.iterations = max(1, (steps - RANDOM_STEPS - PRETRAIN_STEPS) // EVAL_INTERVAL)
-        loop.labels_per_round, loop.round_interval = ROUND_LABELS, ROUND_STEPS // EVAL_INTERVAL
-    return cfg
+        loop.update(initial_steps=RANDOM_STEPS, pretrain_steps=PRETRAIN_STEPS, initial_steps_per_label=0,
+                    iterations=max(1, (steps - RANDOM_STEPS - PRETRAIN_STEPS) // EVAL_INTERVAL),
+                    labels_per_round=ROUND_LABELS, round_interval=ROUND_STEPS // EVAL_INTERVAL)  # fmt: skip
+        trainer = RewardTrainerConfig(l2_init=0.0)
+    return TrainConfig(seed=seed, run_dir=str(run), force=True, progress=False, eval_episodes=EVAL_EPISODES,
+                       eval_interval=EVAL_INTERVAL, agent=agent_config(), loop=LoopConfig(**loop),
+                       env=EnvConfig(id=TASKS[task]["env"]), trainer=trainer)  # fmt: skip
 
 
 def run_learned(task: str, side: str, seed: int, run: Path, steps: int, labels: int) -> dict[str, Any]:

@@ -216,9 +216,9 @@ def sweep_name(name: str) -> str:
     return name if "." in name else f"loop.{name}"
 
 
-def apply_options(cfg: TrainConfig, options: dict[str, object]) -> None:
-    """Set parsed ``--loop`` options on ``cfg`` (lists become tuples where the default is one)."""
-    apply_sweep_options(cfg, options, bare="loop")
+def apply_options(cfg: TrainConfig, options: dict[str, object]) -> TrainConfig:
+    """``cfg`` with parsed ``--loop`` options set (lists become tuples where the default is one)."""
+    return apply_sweep_options(cfg, options, bare="loop")
 
 
 def find_oracle(root: Path, env: str, agent: str, steps: int, seed: int,

@@ -28,7 +28,9 @@ import torch
 from prefrl.agents.evaluate import train_on_true_reward
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.sb3 import AgentConfig
+from prefrl.envs.config import EnvConfig
 from prefrl.run.train import TrainConfig, build_run
+from prefrl.training.config import LoopConfig
 
 
 def _reward_env(agent: Any) -> LearnedRewardVecEnv:
@@ -39,8 +41,8 @@ def _reward_env(agent: Any) -> LearnedRewardVecEnv:
 
 
 def learned_round(env_id: str, steps: int, seed: int, out: Path) -> dict[str, float]:
-    cfg = TrainConfig(seed=seed, run_dir=str(out / f"learned-{seed}"), force=True, progress=False)
-    cfg.env.id, cfg.loop.total_steps = env_id, steps
+    cfg = TrainConfig(seed=seed, run_dir=str(out / f"learned-{seed}"), force=True, progress=False,
+                      env=EnvConfig(id=env_id), loop=LoopConfig(total_steps=steps))  # fmt: skip
     r = build_run(cfg)
     venv = _reward_env(r.loop.agent)
     c0, t0 = time.process_time(), time.perf_counter()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from prefrl.run.train import TrainConfig, format_report, train
+from prefrl.training.config import LoopConfig
 
 
 def main() -> None:
@@ -21,11 +22,10 @@ def main() -> None:
     p.add_argument("--run-dir", default="runs/pendulum-example", help="run directory (overwritten)")
     a = p.parse_args()
 
-    cfg = TrainConfig(run_dir=a.run_dir, force=True)  # Pendulum-v1, SAC, oracle teacher
-    cfg.loop.total_steps, cfg.loop.total_labels = a.steps, a.labels
-    cfg.loop.iterations = a.iterations
-    cfg.loop.initial_steps = min(1000, a.steps // 4)
-    cfg.loop.fragment_length = min(50, cfg.loop.initial_steps // 4)
+    initial_steps = min(1000, a.steps // 4)
+    loop = LoopConfig(total_steps=a.steps, total_labels=a.labels, iterations=a.iterations,
+                      initial_steps=initial_steps, fragment_length=min(50, initial_steps // 4))  # fmt: skip
+    cfg = TrainConfig(run_dir=a.run_dir, force=True, loop=loop)  # Pendulum-v1, SAC, oracle teacher
     report = train(cfg)
     print(format_report(report))
 

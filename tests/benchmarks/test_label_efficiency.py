@@ -30,14 +30,12 @@ def test_options_reach_every_section_of_the_train_config() -> None:
     )
     assert opts == {"end_clip_frac": 0.5, "trainer.weight_decay": 0.01, "reward.output": "tanh",
                     "reward.hidden": [8, 8]}  # fmt: skip
-    cfg = TrainConfig()
-    le.apply_options(cfg, opts)
+    cfg = le.apply_options(TrainConfig(), opts)
     assert cfg.loop.end_clip_frac == 0.5 and cfg.trainer.weight_decay == 0.01
     assert cfg.reward.output == "tanh" and list(cfg.reward.hidden) == [8, 8]
     # options that take JSON text (env.kwargs) keep it as text, as the run's config holds it
     assert le.parse_loop_options(['env.kwargs={"size": 32}']) == {"env.kwargs": '{"size": 32}'}
-    cfg = TrainConfig()
-    le.apply_options(cfg, le.parse_loop_options(['env.kwargs={"size": 32}']))
+    cfg = le.apply_options(TrainConfig(), le.parse_loop_options(['env.kwargs={"size": 32}']))
     assert cfg.env.parsed_kwargs() == {"size": 32}
     for bad in ["nosuch=1", "trainer.nosuch=1", "teacher.x=1", "end_clip_frac"]:
         with pytest.raises(SystemExit, match="expected NAME=VALUE"):

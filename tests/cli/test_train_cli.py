@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from prefrl.cli.main import main
+from prefrl.envs.config import EnvConfig
 from prefrl.run import config as run_config
 from prefrl.run import train as run
 
@@ -278,8 +279,7 @@ def test_auto_reward_output_is_bounded_where_episodes_terminate(env_id: str, wan
     """One probe of random actions settles both: a bounded reward output, and no extra random
     steps, where they reach a termination; a linear output and 100 random steps per label where
     episodes run to their time limit."""
-    cfg = run_config.TrainConfig()
-    cfg.env.id = env_id
+    cfg = run_config.TrainConfig(env=EnvConfig(id=env_id))
     assert cfg.reward.output == "auto" and cfg.loop.initial_steps_per_label is cfg.trainer.l2_init is None
     from prefrl.run.resolve import resolve
 

@@ -1,6 +1,7 @@
 """The reward is learned: held-out accuracy and correlation with the true reward."""
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -253,7 +254,7 @@ def test_pseudo_labels_only_above_the_threshold(pendulum_batch):
     feats = tr._unlabelled_features(unl, 50)
     fracs = []
     for threshold in (0.6, 0.99, 1.0):
-        tr.config.pseudo_label_threshold = threshold
+        tr.config = dataclasses.replace(tr.config, pseudo_label_threshold=threshold)
         tally = torch.zeros(2)
         loss = tr._pseudo_loss(feats, 400, tally)
         fracs.append((tally[1] / tally[0]).item())
@@ -261,7 +262,7 @@ def test_pseudo_labels_only_above_the_threshold(pendulum_batch):
             assert tally[1] == 0 and loss.item() == 0.0
     assert fracs[0] > fracs[1] > fracs[2] == 0.0
     # the pseudo-label is the side the ensemble prefers: the loss is below log 2 per pair
-    tr.config.pseudo_label_threshold = 0.9
+    tr.config = dataclasses.replace(tr.config, pseudo_label_threshold=0.9)
     assert tr._pseudo_loss(feats, 400, torch.zeros(2)).item() / 3 < np.log(2) * 0.5
     with pytest.raises(ValueError, match="unlabelled clips have length"):
         tr._unlabelled_features(sample_fragments(pendulum_batch, 4, 20, np.random.default_rng(0))[0], 50)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -140,7 +142,7 @@ def test_terminating_env_runs_with_absorbing_clips() -> None:
     assert frags is not None and frags.real is not None and (frags.real < 30).any()
     assert not loop.reward.normalizer.center  # scale-only once an episode terminated
     assert loop.net.absorbing_reward.detach().abs().sum() > 0  # the absorbing reward was learned
-    cfg.end_clip_frac = 1.0  # every query clip contains a fall
+    cfg = dataclasses.replace(cfg, end_clip_frac=1.0)  # every query clip contains a fall
     loop = build(cfg, algo="ppo", env_id="CartPole-v1")
     loop.run()
     frags = loop.dataset.fragments
@@ -345,8 +347,8 @@ def test_techniques_together_in_the_loop() -> None:
     together: the loop hands the trainer unlabelled clips and every switch reports."""
     cfg = LoopConfig(total_steps=800, total_labels=8, iterations=3, initial_steps=200, fragment_length=20)
     loop = build(cfg)
-    tc = loop.trainer.config
-    tc.pseudo_label_ratio, tc.crop_min_frac, tc.noise_filter = 1.0, 0.5, True
+    on = {"pseudo_label_ratio": 1.0, "crop_min_frac": 0.5, "noise_filter": True}
+    loop.trainer.config = dataclasses.replace(loop.trainer.config, **on)
     loop.run()
     trained = [h for h in loop.state.history if "reward/train_loss" in h]
     assert len(trained) >= 2 and all("reward/pseudo_label_frac" in h for h in trained)

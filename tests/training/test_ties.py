@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -53,7 +54,8 @@ def test_a_run_of_ties_warns_while_running_and_in_its_report(tmp_path, capsys) -
     assert "100% of the 12 labels so far are ties" in err and "--loop.fragment-length" in err
     assert loop.state.history[-1]["labels/tie_fraction"] == 1.0
     assert loop.clips.end_clip_frac(loop.labels.ties()) == 0.5  # auto: where episodes end, while ties
-    loop.config.end_clip_frac = 0.0  # an explicit choice is kept
+    # an explicit choice is kept
+    loop.clips.config = dataclasses.replace(loop.clips.config, end_clip_frac=0.0)
     assert loop.clips.end_clip_frac(loop.labels.ties()) == 0.0
     rep = {"labels_used": 12, "queries_asked": 12, "reward_accuracy": None, "label_tie_fraction": 1.0,
            "wall_s": 1.0, "run_dir": "r", "files": {}}  # fmt: skip

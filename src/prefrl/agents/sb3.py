@@ -44,7 +44,7 @@ AUTO = "auto"
 BUFFER_FORMAT = "prefrl.replay_buffer"
 
 
-@dataclass
+@dataclass(frozen=True)
 class AgentConfig:
     """The RL agent (stable-baselines3)."""
 

@@ -17,7 +17,7 @@ from prefrl.storage.checkpoint import dumps, read_json, write_json
 from prefrl.threads import DEFAULT_THREADS, set_threads
 
 
-@dataclass
+@dataclass(frozen=True)
 class EvaluateConfig:
     """Evaluate the final policy of a run directory on the environment's true reward."""
 

@@ -11,7 +11,7 @@ from prefrl.interpret.run_page import PageConfig, write_run_page
 from prefrl.threads import DEFAULT_THREADS, set_threads
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReportConfig(PageConfig):
     """Write one HTML page showing what a run learned (RUN/report/index.html)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from prefrl.envs.config import EnvConfig
 from prefrl.threads import DEFAULT_THREADS, set_threads
 
 
-@dataclass
+@dataclass(frozen=True)
 class RolloutsConfig:
     """Collect episodes into a prefrl trajectory file (.npz), e.g. for offline reward learning."""
 
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
     try:
         set_threads(cfg.threads)
         if cfg.episodes is None and cfg.steps is None:
-            cfg.episodes = 10
+            cfg = dataclasses.replace(cfg, episodes=10)
         env = make_env(cfg.env.id, cfg.env.parsed_kwargs(), render=cfg.render)
         agent = None
         if cfg.policy is not None:

@@ -10,7 +10,7 @@ from typing import Any
 from prefrl.envs.atari import AtariPreprocessingMode
 
 
-@dataclass
+@dataclass(frozen=True)
 class EnvConfig:
     """The environment."""
 

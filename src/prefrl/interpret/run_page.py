@@ -98,7 +98,7 @@ PAGE_DIR = "report"
 """The page's folder inside the run directory: ``index.html`` and ``policy.webm``."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class PageConfig:
     """Write one HTML page showing what a run learned (RUN/report/index.html)."""
 

@@ -27,7 +27,7 @@ from prefrl.rewards.shaped import ShapedReward
 from prefrl.rewards.spaces import encode_space
 
 
-@dataclass
+@dataclass(frozen=True)
 class ShapingConfig:
     """How the potential is fitted."""
 

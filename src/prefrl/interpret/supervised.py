@@ -17,7 +17,7 @@ from prefrl.interpret.rewardfn import index_obs
 from prefrl.rewards.nets import RewardNet, to_tensor
 
 
-@dataclass
+@dataclass(frozen=True)
 class SupervisedConfig:
     """How the reward network is regressed on true rewards."""
 

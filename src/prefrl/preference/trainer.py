@@ -32,7 +32,7 @@ from prefrl.storage.logger import Logger, NullLogger
 from prefrl.teachers.synthetic import SyntheticTeacher
 
 
-@dataclass
+@dataclass(frozen=True)
 class RewardTrainerConfig:
     """How the reward network is fitted to preferences."""
 

@@ -23,7 +23,7 @@ RENAMED_OPTIONS = {
 keyword options still accept the old names, with a ``DeprecationWarning``, until the next release."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class PreferenceEnvConfig:
     """How the preference wrapper records, labels, trains and rewards."""
 

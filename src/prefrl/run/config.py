@@ -48,7 +48,7 @@ ADDED: dict[str, dict[str, object]] = {
 default became auto), per config section: such a run ran with this value, and resumes so."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
     """Train an agent on a reward learned from preference comparisons."""
 

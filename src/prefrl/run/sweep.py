@@ -19,12 +19,15 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import tyro
 
 from prefrl.config_types import OptFile, OptInt
 from prefrl.storage.checkpoint import read_json, write_json
+
+if TYPE_CHECKING:  # imported where used: the driver starts without torch and SB3
+    from prefrl.run.config import TrainConfig
 
 SWEEP_FORMAT = "prefrl.sweep"
 OBJECT_STORE_BYTES = 256 * 2**20
@@ -32,7 +35,7 @@ OBJECT_STORE_BYTES = 256 * 2**20
 mapped into every worker) would only cost address space."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class SweepConfig:
     """Run a grid of prefrl train runs (environments x label budgets x teachers x seeds) on Ray."""
 
@@ -140,15 +143,24 @@ def parse_options(items: list[str], bare: str | None = None) -> dict[str, Any]:
     return out
 
 
-def apply_options(cfg: Any, options: dict[str, Any], bare: str | None = None) -> None:
-    """Set ``{"section.option": value}`` on a TrainConfig (bare names: on section ``bare``)."""
+def apply_options(cfg: TrainConfig, options: dict[str, Any], bare: str | None = None) -> TrainConfig:
+    """``cfg`` with ``{"section.option": value}`` set (bare names: in section ``bare``), a new config
+    (``cfg`` is frozen): each section is replaced once with all its options, then the config,
+    so a section's checks see the options together."""
+    top: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
     for name, value in options.items():
         section, dot, opt = name.rpartition(".")
         owner = section if dot else bare
         target = cfg if owner is None else getattr(cfg, owner)
         if isinstance(value, list) and isinstance(getattr(target, opt), tuple):
             value = tuple(value)
-        setattr(target, opt, value)
+        if owner is None:
+            top[opt] = value
+        else:
+            sections.setdefault(owner, {})[opt] = value
+    replaced = {owner: dataclasses.replace(getattr(cfg, owner), **kw) for owner, kw in sections.items()}
+    return dataclasses.replace(cfg, **top, **replaced)
 
 
 def grid(sc: SweepConfig, options: dict[str, Any]) -> tuple[list[Cell], list[Cell]]:
@@ -177,6 +189,30 @@ def initial_steps(steps: int) -> int:
     """Random-action steps at the start of both runs of a cell (learned and true reward), unless
     the options set ``loop.initial_steps``: 1,000, or a tenth of a shorter run."""
     return min(1000, steps // 10)
+
+
+def cell_config(c: Cell, options: dict[str, Any], run: Path, eval_episodes: int, threads: int) -> TrainConfig:
+    """The config of a learned cell's run: the grid's values, then the sweep's ``options``
+    (which may change ``loop.initial_steps`` but not what the grid sets, see :data:`SET_BY_SWEEP`)."""
+    from prefrl.run.config import TrainConfig
+    from prefrl.teachers.spec import TeacherName
+
+    cfg = TrainConfig(
+        seed=c.seed,
+        teacher=cast(TeacherName, c.teacher),  # a name from the grid, checked by make_teacher
+        run_dir=str(run),
+        force=True,
+        progress=False,
+        eval_episodes=eval_episodes,
+        threads=threads,
+    )
+    grid_values = {
+        "env.id": c.env,
+        "loop.total_steps": c.steps,
+        "loop.total_labels": c.labels,
+        "loop.initial_steps": initial_steps(c.steps),
+    }
+    return apply_options(cfg, {**grid_values, **options, "agent.algo": c.agent})
 
 
 def run_cell(
@@ -217,9 +253,8 @@ def _run_cell(
 
     from prefrl.agents.evaluate import evaluation_mode, train_on_true_reward
     from prefrl.agents.sb3 import AgentConfig
-    from prefrl.run.config import TrainConfig, parse_args
+    from prefrl.run.config import parse_args
     from prefrl.run.train import train
-    from prefrl.teachers.spec import TeacherName
 
     c = Cell(**cell)
     run, result = Path(run_dir), Path(result_path)
@@ -230,20 +265,7 @@ def _run_cell(
         if (run / "config.json").exists():
             cfg = parse_args(["--resume", str(run), "--no-progress", "--threads", str(threads)])
         else:
-            cfg = TrainConfig(
-                seed=c.seed,
-                teacher=cast(TeacherName, c.teacher),  # a name from the grid, checked by make_teacher
-                run_dir=str(run),
-                force=True,
-                progress=False,
-                eval_episodes=eval_episodes,
-                threads=threads,
-            )
-            cfg.env.id, cfg.agent.algo = c.env, c.agent
-            cfg.loop.total_steps, cfg.loop.total_labels = c.steps, c.labels
-            cfg.loop.initial_steps = initial_steps(c.steps)
-            apply_options(cfg, options)
-            cfg.agent.algo = c.agent
+            cfg = cell_config(c, options, run, eval_episodes, threads)
         rep = train(cfg)
         res = {
             "return": rep["true_return"],
@@ -284,8 +306,7 @@ def reference_env_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     are the learned side's techniques; the reference agent keeps its defaults."""
     from prefrl.run.config import TrainConfig
 
-    cfg = TrainConfig()
-    apply_options(cfg, {k: v for k, v in options.items() if k.startswith("env.")})
+    cfg = apply_options(TrainConfig(), {k: v for k, v in options.items() if k.startswith("env.")})
     return cfg.env.parsed_kwargs()
 
 

@@ -52,7 +52,7 @@ def decided_labels(labels: np.ndarray) -> int:
     return int((~_ties(labels)).sum())
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopConfig:
     """The preference-learning loop (schedule of steps, queries and reward updates)."""
 
