@@ -30,7 +30,6 @@ STREAMS = {
     "page_random": "random-action episodes of a run's page and of prefrl inspect",
     "page_pairs": "fresh clip pairs whose disagreements a run's page shows",
     "coverage_actions": "actions of the space-sample coverage of prefrl evaluate-reward",
-    "random_actions": "the sizes and draws of varied-size random actions (--loop.random-action-size)",
 }
 """Every named stream and what draws from it."""
 

@@ -117,6 +117,13 @@ RENAMED = {
 }
 """Options renamed since an earlier release, per config section: old name -> new name."""
 
+REMOVED: dict[str, dict[str, object]] = {
+    "LoopConfig": {"random_action_size": "full"},
+}
+"""Options removed since an earlier release (docs/techniques.md, "Removed"), per config section:
+name -> the value that behaves as prefrl does now. A config file that gives that value loads
+(the option is dropped); any other value is refused with one line naming the option."""
+
 IGNORED_ON_RESUME = ("resume", "force", "config", "print_config", "progress", "run_dir", "threads", "page")
 
 
@@ -140,6 +147,13 @@ def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
         if old in data and new not in data:
             data = {(new if k == old else k): v for k, v in data.items()}
             print(f"{where}: option {old} is now called {new}", file=sys.stderr)
+    for name, same in REMOVED.get(cls.__name__, {}).items():  # a run from before the removal
+        if name in data and data[name] != same:
+            raise ValueError(
+                f"{where}: option {name}={json.dumps(data[name])} was removed from prefrl "
+                f"(docs/techniques.md, Removed); only {json.dumps(same)}, today's behaviour, still loads"
+            )
+        data = {k: v for k, v in data.items() if k != name}
     for name, before in ADDED.get(cls.__name__, {}).items():  # a run from before the option
         data = {name: before, **data}
     unknown = sorted(set(data) - set(fields))

@@ -1,7 +1,7 @@
 """The agent stage of :class:`~prefrl.training.loop.PreferenceLoop`: the agent's environment steps.
 
-:class:`AgentStep` runs the agent: the random-action steps before the first query (varied in
-size where ``random_action_size`` asks), PEBBLE's unsupervised pre-training, and the agent's
+:class:`AgentStep` runs the agent: the random-action steps before the first query, PEBBLE's
+unsupervised pre-training, and the agent's
 share of each iteration's steps, telling the loop's callbacks about progress every 100 steps
 while it trains. It saves the agent (policy, replay buffer) into a checkpoint and loads it back.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypedDict
 
@@ -22,10 +22,8 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from prefrl.agents.policy_io import save_agent
 from prefrl.agents.protocols import Agent
-from prefrl.agents.random_actions import varied_random_actions
 from prefrl.agents.rollout import Policy
 from prefrl.agents.sb3 import load_replay_buffer, save_replay_buffer
-from prefrl.seeding import stream_seed
 from prefrl.training.config import LoopConfig
 
 AgentLoader = Callable[[Path], Agent]
@@ -84,18 +82,16 @@ class AgentStep:
         self.started = True
         self.env_steps += steps
 
-    def initial_collection(self, period: int, entropy: Callable[[], AbstractContextManager[None]]) -> None:
-        """Random-action steps (varied-size ones change size every ``period`` steps, a clip's
-        length), then ``pretrain_steps`` on the state-entropy reward ``entropy()`` gives while
-        inside it (PEBBLE), before the first query."""
+    def initial_collection(self, entropy: Callable[[], AbstractContextManager[None]]) -> None:
+        """Random-action steps, then ``pretrain_steps`` on the state-entropy reward ``entropy()``
+        gives while inside it (PEBBLE), before the first query."""
         c = self.config
         if isinstance(self.agent, OffPolicyAlgorithm):
             # the first learn() call restarts the agent's step counter (also for a warm start)
             self.agent.learning_starts = c.random_steps
-            with self._random_action_size(self.agent, period):
-                self.learn(c.random_steps)
+            self.learn(c.random_steps)
         elif c.random_steps > 0:
-            self._random_steps(c.random_steps, period)
+            self._random_steps(c.random_steps)
         if c.pretrain_steps > 0:
             with entropy():
                 self.learn(c.pretrain_steps)
@@ -104,29 +100,14 @@ class AgentStep:
     def _venv(self) -> VecEnv | None:
         return self.agent.get_env() if self.agent is not None else None
 
-    def _random_steps(self, steps: int, period: int) -> None:
+    def _random_steps(self, steps: int) -> None:
         """Step the agent's env stack with random actions (on-policy initial collection)."""
         venv = self._venv()
         assert venv is not None
         venv.reset()
-        with self._random_action_size(venv, period):
-            for _ in range(math.ceil(steps / venv.num_envs)):
-                venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
+        for _ in range(math.ceil(steps / venv.num_envs)):
+            venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
         self.env_steps += steps  # the agent has never learned, so its first learn() resets the env
-
-    def _random_action_size(self, owner: Agent | VecEnv, period: int) -> AbstractContextManager[None]:
-        """Varied-size random actions on ``owner`` (agent or env stack) where the config asks."""
-        c = self.config
-        if c.random_action_size == "full":
-            return nullcontext()
-        venv = self._venv()
-        return varied_random_actions(
-            owner,
-            venv.num_envs if venv is not None else 1,
-            period,
-            seed=stream_seed(c.seed, "random_actions"),
-            full_share=0.5 if c.random_action_size == "mixed" else 0.0,
-        )
 
     # ------------------------------------------------------------------ checkpoints
     def save_files(self, path: Path) -> None:

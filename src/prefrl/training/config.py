@@ -73,13 +73,6 @@ class LoopConfig:
     Default auto: 100 where random actions only meet time limits (their episodes are long),
     0 where they reach a termination within initial_steps (many short episodes already);
     resolved by prefrl train (a loop built in code takes 0). Evidence: docs/benchmarks/defaults.md."""
-    random_action_size: Literal["full", "varied", "mixed"] = "full"
-    """How the random-action steps before the first query act (continuous actions): full
-    (uniform over the action range), varied (each environment draws a size s ~ U(0, 1) every
-    fragment_length steps and acts uniformly within s of the range around its centre, so the
-    first clips differ in how hard they act and their labels can teach the reward a control
-    cost), or mixed (half of the draws full, half varied). See prefrl.agents.random_actions
-    and docs/benchmarks/first-reward.md."""
     pretrain_steps: int = 0
     """Unsupervised pre-training steps (PEBBLE state-entropy reward) before the first query."""
     fragment_length: int = 50

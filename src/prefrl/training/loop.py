@@ -189,7 +189,7 @@ class PreferenceLoop:
         for cb in self.callbacks:
             cb.on_start(self)
         if not self.agent_step.started and self.agent is not None:
-            self.agent_step.initial_collection(self.clips.length, self._entropy)
+            self.agent_step.initial_collection(self._entropy)
         metrics: dict[str, float] = {}
         while p.iteration < self.config.iterations:
             t0 = time.perf_counter()
