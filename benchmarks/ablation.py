@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write", type=Path, default=None, help="put the table into this Markdown file")
     a = p.parse_args(argv)
     summarize = _load("summarize")
-    presets = summarize.presets()  # label_efficiency.py's METHODS, loaded once
+    presets = summarize.presets()  # label_efficiency.py's MEASURED, loaded once
     grid = rows(summarize.load_results(a.results), presets)
     if not grid:
         raise SystemExit(f"{a.results}: no results of a technique preset")

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--address", default=None, metavar="HOST:PORT",
                    help="run on an existing Ray cluster (ray start --head prints its address; --out must be "
                         "a folder every node can write); default: a new local Ray on all cores")  # fmt: skip
-    p.add_argument("--method", default="baseline", choices=list(METHODS),
+    p.add_argument("--method", default="baseline", type=method_name, metavar="{" + ",".join(METHODS) + "}",
                    help="a preset of techniques for the learned runs (see METHODS; --loop options are "
                         "applied on top); named in the output directory unless baseline")  # fmt: skip
     p.add_argument("--loop", action="append", default=[], metavar="NAME=VALUE",
@@ -148,7 +148,7 @@ default until 2026-11-25), so a new run compares with the old ones like for like
 WARM = {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 30}
 """Today's query selection (disagreement once 30 labels prefer a clip), spelled out: the presets
 built on today's defaults name it, so their results are told apart from uniform-query ones."""
-METHODS: dict[str, dict[str, object]] = {
+MEASURED: dict[str, dict[str, object]] = {
     "baseline": {},  # today's defaults (disagreement after a 30-label warm-up since 2026-11-25;
     # a broad first reward where random episodes are long since 2026-11-26)
     "crop": {**UNIFORM, "trainer.crop_min_frac": 0.7},  # SURF's temporal cropping alone
@@ -178,14 +178,53 @@ METHODS: dict[str, dict[str, object]] = {
     # first query, and an L2 penalty of 0.01 on the reward fit (today's default where random
     # episodes only meet time limits; this preset turns it on everywhere)
     "broad": {**WARM, "initial_steps_per_label": 100, "trainer.l2_init": 0.01},
-    # random steps before the first query act with a size drawn per env every clip length
-    # (prefrl.agents.random_actions), so the first labels can teach a control cost
+    # varied-size random actions before the first query (removed from prefrl: docs/techniques.md,
+    # "Removed"); kept here only so that their committed results keep their ablation columns
     "varied": {**WARM, "random_action_size": "varied"},
     "varied_mixed": {**WARM, "random_action_size": "mixed"},  # half of those sizes full
     "all": {**UNIFORM, **SURF, "trainer.noise_filter": True, "exploration_bonus": 0.05,
             "exploration_bonus_decay": 1e-5, "agent.hybrid_replay": 0.5},
 }  # fmt: skip
-"""Technique presets (``--method``): option sets of the learned runs, as ``--loop`` takes them."""
+"""Every preset whose results are committed (``benchmarks/results/``), in the ablation table's
+column order: the option sets of the learned runs, as ``--loop`` takes them. The ablation and the
+full table (``ablation.py``, ``summarize.py``) read a result's preset here, so a preset that
+``--method`` no longer offers keeps its column and its name."""
+
+METHODS: dict[str, dict[str, object]] = {
+    name: MEASURED[name]
+    for name in ("baseline", "surf", "rime", "rune", "qpa", "pretrain", "mixture", "smoothing", "pessimism")
+}
+"""The presets ``--method`` offers (at most 10, docs/techniques.md, "What happens to a technique"):
+today's defaults, and one preset for each published technique that has not lost every row it was
+measured on. The other presets of :data:`MEASURED` run as their ``--loop`` options
+(:data:`RETIRED`)."""
+
+REMOVED_OPTIONS = ("random_action_size",)
+"""Options that presets of :data:`MEASURED` name and prefrl no longer has."""
+RETIRED = {name: options for name, options in MEASURED.items() if name not in METHODS}
+"""Presets ``--method`` no longer offers, with the options that still run them (``varied`` and
+``varied_mixed`` name an option that was removed: they run no more)."""
+
+
+def loop_spelling(options: dict[str, object]) -> str:
+    """A preset's options as ``--loop`` arguments: ``--loop active_selection=false ...``."""
+    return " ".join(f"--loop {k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in options.items())
+
+
+def method_name(name: str) -> str:
+    """``--method NAME``: a preset of :data:`METHODS`; a retired one is refused with the ``--loop``
+    options that run it (or, where they name a removed option, with where the docs keep it)."""
+    if name in METHODS:
+        return name
+    if name in RETIRED:
+        if any(k in REMOVED_OPTIONS for k in RETIRED[name]):
+            raise argparse.ArgumentTypeError(
+                f"preset {name!r} names an option removed from prefrl (docs/techniques.md, Removed)"
+            )
+        raise argparse.ArgumentTypeError(
+            f"preset {name!r} is no longer offered; run it as {loop_spelling(RETIRED[name])}"
+        )
+    raise argparse.ArgumentTypeError(f"unknown preset {name!r}; choose from {', '.join(METHODS)}")
 
 
 def parse_loop_options(items: list[str]) -> dict[str, object]:

@@ -44,7 +44,8 @@ def load_results(root: Path) -> list[dict[str, Any]]:
 
 @functools.cache
 def presets() -> dict[str, dict[str, object]]:
-    """label_efficiency.py's technique presets (``METHODS``), loaded from beside this file."""
+    """label_efficiency.py's technique presets, every one with committed results (``MEASURED``,
+    ``--method``'s and the retired ones), loaded from beside this file."""
     import importlib.util
 
     here = Path(__file__).with_name("label_efficiency.py")
@@ -52,7 +53,7 @@ def presets() -> dict[str, dict[str, object]]:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.METHODS
+    return mod.MEASURED
 
 
 LEGACY_MEASURE = "logit"

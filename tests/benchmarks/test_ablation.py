@@ -39,12 +39,12 @@ def _result(tmp: Path, name: str, method: str | None, opts: dict, scores: list[f
 def test_table_has_a_column_per_method_and_a_row_per_setting(tmp_path: Path) -> None:
     ab, le = _module("ablation"), _module("label_efficiency")
     _result(tmp_path, "a", "baseline", {}, [0.2, 0.5, 0.4])
-    _result(tmp_path, "b", "surf", le.METHODS["surf"], [0.9, 0.7, 1.1])
-    _result(tmp_path, "c", "rime", le.METHODS["rime"], [0.8], teacher="mistake", labels=100)
+    _result(tmp_path, "b", "surf", le.MEASURED["surf"], [0.9, 0.7, 1.1])
+    _result(tmp_path, "c", "rime", le.MEASURED["rime"], [0.8], teacher="mistake", labels=100)
     _result(tmp_path, "old", None, {}, [0.1])  # before presets (older defaults): left out
     _result(tmp_path, "next", "baseline", {"reward.use_next_obs": True}, [0.7])
-    _result(tmp_path, "next_auto", "surf", le.METHODS["surf"], [0.95], reward_next_obs=True)
-    _result(tmp_path, "tuned", "surf", {**le.METHODS["surf"], "trainer.lr": 0.1}, [2.0])  # not the preset
+    _result(tmp_path, "next_auto", "surf", le.MEASURED["surf"], [0.95], reward_next_obs=True)
+    _result(tmp_path, "tuned", "surf", {**le.MEASURED["surf"], "trainer.lr": 0.1}, [2.0])  # not the preset
     # a preset's options passed with --loop (method "baseline" in the result) count as that preset
     _result(tmp_path, "by_options", "baseline", {"trainer.noise_filter": True}, [0.6], labels=25)
     doc = tmp_path / "doc.md"
@@ -68,7 +68,7 @@ def test_table_has_a_column_per_method_and_a_row_per_setting(tmp_path: Path) -> 
 
 def test_query_selection_is_read_from_what_the_runs_recorded_or_the_default_of_their_time() -> None:
     ab, le, sm = _module("ablation"), _module("label_efficiency"), _module("summarize")
-    presets = le.METHODS
+    presets = le.MEASURED
     old = {"method": "active", "loop_options": {"active_selection": True}}  # ran when logit was the default
     assert ab.method_of(old, presets) == ("active_logit", False)
     new = {"method": "baseline", "loop_options": {"active_selection": True}, "query_selection": "probability"}
@@ -95,14 +95,14 @@ def test_two_results_for_one_cell_keep_the_one_with_more_seeds(tmp_path: Path, c
     ab, le = _module("ablation"), _module("label_efficiency")
     _result(tmp_path, "three", "baseline", {}, [0.2, 0.5, 0.4])
     _result(tmp_path, "two", "baseline", {"active_selection": False}, [0.9, 0.8], query_selection="uniform")
-    grid = ab.rows(_module("summarize").load_results(tmp_path), le.METHODS)
+    grid = ab.rows(_module("summarize").load_results(tmp_path), le.MEASURED)
     assert grid == {("HalfCheetah-v5", "oracle", 50, 100_000, False): {"baseline": [0.2, 0.5, 0.4]}}
     assert "two results" in capsys.readouterr().err
 
 
 def test_technique_presets_ask_uniformly_and_still_match_their_columns() -> None:
     ab, le = _module("ablation"), _module("label_efficiency")
-    presets = le.METHODS
+    presets = le.MEASURED
     assert presets["surf"]["active_selection"] is False and "active_selection" not in presets["baseline"]
     # a run of the preset today (uniform recorded) and one from before (nothing recorded) share a column
     today = {"method": "surf", "loop_options": dict(presets["surf"]), "query_selection": "uniform"}
@@ -131,7 +131,7 @@ def test_results_in_a_folder_of_their_own_are_a_series_named_in_the_table(tmp_pa
 
 def test_a_run_at_todays_defaults_files_as_the_first_reward_it_resolved() -> None:
     ab, le, sm = _module("ablation"), _module("label_efficiency"), _module("summarize")
-    presets = le.METHODS
+    presets = le.MEASURED
     today = {"method": "baseline", "loop_options": {}, "query_selection": "probability", "selection_from": 30}
     # a long-episode environment resolves a broad first reward: the broad column, not active_warm
     long = {**today, "initial_steps_per_label": 100, "l2_init": 0.01}

@@ -229,3 +229,33 @@ def test_combine_adopts_an_oracle_found_elsewhere(tmp_path: Path, capsys) -> Non
         le.main(["--env", "Pendulum-v1", "--labels", "10", "--steps", "30000", "--seeds", "1",
                  "--eval-episodes", "1", "--out", str(tmp_path), "--combine"])  # fmt: skip
     assert list(empty.iterdir()) == []
+
+
+def test_method_offers_at_most_ten_presets_and_names_how_to_run_a_retired_one() -> None:
+    """Issue 46: --method names only what people should try (at most 10); a retired preset keeps
+    its results (MEASURED, the tables' columns) and is refused with the --loop options that run it,
+    which give back exactly its options; one naming a removed option says so."""
+    import argparse
+
+    le = _module()
+    assert len(le.METHODS) <= 10 and next(iter(le.METHODS)) == "baseline"
+    assert all(le.MEASURED[name] == opts for name, opts in le.METHODS.items())
+    assert set(le.MEASURED) == {*le.METHODS, *le.RETIRED} and not set(le.METHODS) & set(le.RETIRED)
+    for name, opts in le.RETIRED.items():
+        with pytest.raises(argparse.ArgumentTypeError) as e:
+            le.method_name(name)
+        if any(k in le.REMOVED_OPTIONS for k in opts):
+            assert "removed" in str(e.value), name
+            continue
+        spelled = le.loop_spelling(opts)
+        assert spelled in str(e.value)
+        assert le.parse_loop_options(spelled.replace("--loop ", "").split()) == opts, name
+    with pytest.raises(argparse.ArgumentTypeError, match="choose from baseline"):
+        le.method_name("nosuch")
+    # the docs list the presets --method offers and how to run every retired one
+    doc = (ROOT / "docs" / "techniques.md").read_text()
+    offered = doc.split("`benchmarks/label_efficiency.py --method NAME` runs a preset (")[1].split(")")[0]
+    assert [x.strip(" `\n") for x in offered.split(",")] == list(le.METHODS)
+    for name, opts in le.RETIRED.items():
+        if not any(k in le.REMOVED_OPTIONS for k in opts):
+            assert f"| `{name}` |" in doc and f"`{le.loop_spelling(opts)}`" in doc, name
