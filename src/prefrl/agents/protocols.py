@@ -12,7 +12,10 @@ from typing import Any, Protocol, SupportsFloat
 
 import numpy as np
 from gymnasium import spaces
+from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
+
+from prefrl.data.arrays import Obs
 
 
 class Agent(Protocol):
@@ -24,18 +27,18 @@ class Agent(Protocol):
     def learn(
         self,
         total_timesteps: int,
-        callback: Any = ...,
+        callback: MaybeCallback = ...,
         log_interval: int = ...,
         tb_log_name: str = ...,
         reset_num_timesteps: bool = ...,
         progress_bar: bool = ...,
-    ) -> Any:
+    ) -> object:
         """Train for ``total_timesteps`` environment steps in the agent's own env."""
         ...
 
     def predict(
         self,
-        observation: Any,
+        observation: Obs,
         state: tuple[np.ndarray, ...] | None = ...,
         episode_start: np.ndarray | None = ...,
         deterministic: bool = ...,
@@ -52,21 +55,21 @@ class Env(Protocol):
     """A single environment with the Gymnasium API (rollouts with the true reward)."""
 
     @property
-    def observation_space(self) -> spaces.Space[Any]: ...
+    def observation_space(self) -> spaces.Space[object]: ...
 
     @property
-    def action_space(self) -> spaces.Space[Any]: ...
+    def action_space(self) -> spaces.Space[object]: ...
 
     def reset(
-        self, *, seed: int | None = ..., options: dict[str, Any] | None = ...
-    ) -> tuple[Any, dict[str, Any]]:
+        self, *, seed: int | None = ..., options: dict[str, object] | None = ...
+    ) -> tuple[object, dict[str, object]]:
         """Start an episode: its first observation and info."""
         ...
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[object, SupportsFloat, bool, bool, dict[str, object]]:
         """``(obs, reward, terminated, truncated, info)`` after ``action``."""
         ...
 
-    def render(self) -> Any:
+    def render(self) -> object:
         """A frame of the current state (``render_mode="rgb_array"``), or ``None``."""
         ...

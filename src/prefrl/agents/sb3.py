@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -141,7 +142,7 @@ def check_env_id(env_id: str) -> None:
     raise ValueError(f"unknown Gymnasium environment id {env_id!r}{hint}")
 
 
-def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool = False) -> gym.Env:
+def make_env(env_id: str, env_kwargs: Mapping[str, object] | None = None, render: bool = False) -> gym.Env:
     """``gym.make`` with a clear error for unknown ids, and prefrl's wrappers.
 
     ``env_kwargs`` are ``gym.make``'s keyword arguments plus the wrapper options
@@ -155,7 +156,7 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool
     logging (:func:`prefrl.envs.mujoco_log.route_mujoco_warnings`), not to ``MUJOCO_LOG.TXT``.
     """
     check_env_id(env_id)
-    kwargs = dict(env_kwargs or {})
+    kwargs: dict[str, Any] = dict(env_kwargs or {})  # gym.make's keyword arguments
     preprocessing = use_atari_preprocessing(env_id, kwargs.pop("atari_preprocessing", "auto"))
     hide_score = bool(kwargs.pop("hide_score", False))
     if render:
@@ -176,7 +177,7 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, render: bool
 def make_vec_env(
     env_id: str,
     n_envs: int = 1,
-    env_kwargs: dict[str, Any] | None = None,
+    env_kwargs: Mapping[str, object] | None = None,
     seed: int = 0,
     render: bool = False,
 ) -> VecEnv:
@@ -187,7 +188,7 @@ def make_vec_env(
     return venv
 
 
-def resolve_algo(algo: str, action_space: spaces.Space[Any]) -> str:
+def resolve_algo(algo: str, action_space: spaces.Space[object]) -> str:
     """The agent ``auto`` stands for: SAC for continuous (Box) actions, PPO for any other space.
 
     PPO rather than DQN for discrete actions: it learned CartPole, Acrobot and Pong from
@@ -198,7 +199,7 @@ def resolve_algo(algo: str, action_space: spaces.Space[Any]) -> str:
     return "sac" if isinstance(action_space, spaces.Box) else "ppo"
 
 
-def check_agent_space(algo: str, action_space: spaces.Space[Any]) -> None:
+def check_agent_space(algo: str, action_space: spaces.Space[object]) -> None:
     """Raise a clear error when ``algo`` cannot act in ``action_space``."""
     algo = resolve_algo(algo, action_space)
     if algo in ("sac", "td3") and not isinstance(action_space, spaces.Box):
@@ -238,7 +239,7 @@ IMAGE_ENT_COEF = 0.01
 (``--agent.ent-coef auto``)."""
 
 
-def discrete_on_images(observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> bool:
+def discrete_on_images(observation_space: spaces.Space[object], action_space: spaces.Space[object]) -> bool:
     """``Discrete`` actions on image observations (a rank-3 ``uint8`` box, or a Dict holding one):
     Atari-like tasks, which get RL Baselines3 Zoo's Atari treatment (evaluation by sampled
     actions; on a learned reward an entropy bonus for the on-policy agents)."""
@@ -310,7 +311,9 @@ def buffer_rows(buffer: ReplayBuffer) -> int:
     return buffer.buffer_size if buffer.full else buffer.pos
 
 
-def buffer_transitions(agent: OffPolicyAlgorithm, rows: slice) -> tuple[Any, np.ndarray, Any, np.ndarray]:
+def buffer_transitions(
+    agent: OffPolicyAlgorithm, rows: slice
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(obs, acts, next_obs, terminal)`` of buffer rows, flattened to ``[M, ...]``.
 
     Actions are mapped back from the buffer's [-1, 1] scale to the environment's bounds,
@@ -341,7 +344,11 @@ def buffer_transitions(agent: OffPolicyAlgorithm, rows: slice) -> tuple[Any, np.
     return obs, acts, next_obs, terminal.astype(bool)
 
 
-def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: Any, batch: int = 16384) -> np.ndarray:
+def relabel_replay_buffer(
+    agent: OffPolicyAlgorithm,
+    reward_fn: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    batch: int = 16384,
+) -> np.ndarray:
     """Replace every stored reward by ``reward_fn(obs, acts, next_obs, dones)`` (PEBBLE).
 
     ``reward_fn`` returns raw rewards ``[M]``; it is called on ``batch`` transitions at a time.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -44,7 +43,7 @@ REWARDER_MIN_ENVS = 4
 """``reward_process=None`` starts the rewarder from this many envs (see the config)."""
 
 
-def default_config(obs_space: spaces.Space[Any], act_space: spaces.Space[Any]) -> RewardNetConfig:
+def default_config(obs_space: spaces.Space[object], act_space: spaces.Space[object]) -> RewardNetConfig:
     """The config of the network the wrapper trains when given none: ``prefrl train``'s default
     (:class:`RewardNetConfig`), resolved for the spaces by the same
     :meth:`~prefrl.rewards.config.RewardNetConfig.resolved`: three MLPs of 64x64 reading s, a and
@@ -54,7 +53,7 @@ def default_config(obs_space: spaces.Space[Any], act_space: spaces.Space[Any]) -
     return RewardNetConfig().resolved(obs_space, act_space)
 
 
-def default_net(obs_space: spaces.Box, act_space: spaces.Space[Any]) -> RewardNet:
+def default_net(obs_space: spaces.Box, act_space: spaces.Space[object]) -> RewardNet:
     """The reward network the wrapper trains when it is given none (:func:`default_config`)."""
     return default_config(obs_space, act_space).build(obs_space, act_space)
 
@@ -65,7 +64,7 @@ class PreferenceCore:
     def __init__(
         self,
         n: int,
-        act_space: spaces.Space[Any],
+        act_space: spaces.Space[object],
         config: PreferenceEnvConfig,
         reward_net: RewardNet | None,
         obs_transform: ObsTransform | None,
@@ -398,8 +397,8 @@ class PreferenceCore:
         return out, learned
 
     # ------------------------------------------------------------ misc
-    def metrics(self) -> dict[str, Any]:
-        m: dict[str, Any] = dict(self.stats)
+    def metrics(self) -> dict[str, int | str]:
+        m: dict[str, int | str] = dict(self.stats)
         if self.runtime is not None and not self.runtime.closed:
             m.update(self.runtime.board.counters())
         m["reward_source"] = "learned" if self.learned_active else "true"
@@ -408,7 +407,10 @@ class PreferenceCore:
     def save_preferences(self, path: str, val_fraction: float | None) -> list[str]:
         if self.runtime is None:
             raise RuntimeError("the environment has not been reset yet: nothing was recorded")
-        return self.runtime.request(("save", str(path), val_fraction))
+        paths = self.runtime.request(("save", str(path), val_fraction))
+        if not isinstance(paths, list):
+            raise RuntimeError(f"the trainer process answered 'save' with {paths!r}, not a list of paths")
+        return [str(p) for p in paths]
 
     def close(self) -> None:
         if self.runtime is not None:

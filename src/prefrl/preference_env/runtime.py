@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import queue
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -50,7 +51,7 @@ class Runtime:
         self,
         config: PreferenceEnvConfig,
         state: dict[str, torch.Tensor],
-        net_config: dict[str, Any],
+        net_config: dict[str, object],
         ring: RingSpec | None = None,
         rewarder: list[Field] | None = None,
     ) -> None:
@@ -108,7 +109,9 @@ class Runtime:
         for end in child_ends:
             end.close()
 
-    def _add(self, ctx: Any, name: str, links: pw.WorkerLinks, body: Any, *args: Any) -> None:
+    def _add(
+        self, ctx: Any, name: str, links: pw.WorkerLinks, body: Callable[..., None], *args: object
+    ) -> None:
         """A daemon worker process ``prefrl-<name>`` running ``body`` (started later)."""
         self.procs[name] = ctx.Process(
             target=pw.run_worker, args=(name, links, body, *args), daemon=True, name=f"prefrl-{name}"
@@ -157,7 +160,7 @@ class Runtime:
         except (EOFError, OSError):  # the labeller is gone; check() reports why
             return []
 
-    def submit_reward(self, obs: Any, acts: Any, ring_rows: Any = None) -> None:
+    def submit_reward(self, obs: np.ndarray, acts: np.ndarray, ring_rows: np.ndarray | None = None) -> None:
         """Ask the rewarder for the rewards of ``obs [n, ...]``, ``acts [n, ...]`` (returns at once).
 
         With ``ring_rows [n]`` (rows of the segment ring that hold ``obs``), ``obs`` is not copied.
@@ -173,7 +176,7 @@ class Runtime:
         a["acts"][...] = acts
         self._go.release()
 
-    def collect_reward(self) -> tuple[Any, float, float, int]:
+    def collect_reward(self) -> tuple[np.ndarray, float, float, int]:
         """``(raw rewards [n], mean, std, training steps)`` of the last request (waits for it)."""
         while not self._done_r.poll(1.0):
             self.check()
@@ -183,7 +186,7 @@ class Runtime:
         mean, std, steps = a["meta"].tolist()
         return a["out"].copy(), mean, std, int(steps)
 
-    def request(self, cmd: tuple[Any, ...], timeout: float = 120.0) -> Any:
+    def request(self, cmd: tuple[object, ...], timeout: float = 120.0) -> object:
         """Send a command to the trainer and wait for its reply (raising worker errors)."""
         if "trainer" not in self.procs:
             raise RuntimeError(f"mode {self.config.mode!r} runs no trainer process to ask")

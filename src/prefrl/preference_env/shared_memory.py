@@ -11,7 +11,7 @@ copy. Checking for new weights is one integer read, cheap enough for every env s
 from __future__ import annotations
 
 from multiprocessing import shared_memory
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -164,7 +164,7 @@ class SharedBoard(SharedArrays):
             return None
         return v, state, mean, std, steps
 
-    def counters(self) -> dict[str, Any]:
+    def counters(self) -> dict[str, int]:
         return {
             "reward_train_steps": int(self.ints[TRAIN_STEPS]),
             "preferences": int(self.ints[PAIRS]),

@@ -17,7 +17,7 @@ import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypedDict, TypeVar, cast
 
 import numpy as np
 import torch
@@ -68,7 +68,7 @@ class Guard:
             raise Stop
 
 
-def run_worker(name: str, links: WorkerLinks, body: Callable[..., None], *args: Any) -> None:
+def run_worker(name: str, links: WorkerLinks, body: Callable[..., None], *args: object) -> None:
     """Process entry point: run ``body(board, guard, *args)``, report failures, always clean up."""
     board = None
     try:
@@ -121,7 +121,21 @@ def segments_to_fragments(segs: list[Segment]) -> Fragments:
     )
 
 
-def fragments_to_message(f: Fragments) -> dict[str, Any]:
+class FragmentsMessage(TypedDict):
+    """:class:`~prefrl.data.fragments.Fragments` as plain arrays (no rendered frames), for a queue."""
+
+    table_obs: np.ndarray
+    table_acts: np.ndarray
+    table_rews: np.ndarray | None
+    table_dones: np.ndarray
+    rows: np.ndarray
+    length: int
+    episode: np.ndarray
+    start: np.ndarray
+    real: np.ndarray | None
+
+
+def fragments_to_message(f: Fragments) -> FragmentsMessage:
     """Plain arrays of ``f`` (without rendered frames) for a queue."""
     return {
         "table_obs": f.table_obs,
@@ -137,7 +151,7 @@ def fragments_to_message(f: Fragments) -> dict[str, Any]:
 
 
 def merge_messages(
-    msgs: list[tuple[dict[str, Any], np.ndarray, np.ndarray]],
+    msgs: list[tuple[FragmentsMessage, np.ndarray, np.ndarray]],
 ) -> tuple[Fragments, np.ndarray, np.ndarray]:
     """``(fragments, pairs [P, 2], labels [P])`` of several labeller messages as one batch.
 
@@ -154,7 +168,7 @@ def merge_messages(
 S = TypeVar("S")
 
 
-def settings_from(cls: type[S], config: Any, **given: Any) -> S:
+def settings_from(cls: type[S], config: object, **given: object) -> S:
     """A worker's settings dataclass ``cls``: ``given`` fields, the rest copied from the same-named
     fields of ``config`` (a :class:`~prefrl.preference_env.config.PreferenceEnvConfig`)."""
     names = {f.name for f in dataclasses.fields(cast(Any, cls))} - set(given)  # S: a dataclass

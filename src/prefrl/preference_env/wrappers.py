@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,30 +33,30 @@ from prefrl.preference_env.env_process import ObsTransform, PreferenceCore
 from prefrl.rewards.nets import RewardNet
 
 
-def make_config(config: PreferenceEnvConfig | None, overrides: dict[str, Any]) -> PreferenceEnvConfig:
+def make_config(config: PreferenceEnvConfig | None, overrides: Mapping[str, object]) -> PreferenceEnvConfig:
     """``config`` (or the defaults) with keyword overrides, validated.
 
     Old option names (:data:`~prefrl.preference_env.config.RENAMED_OPTIONS`, e.g.
     ``segment_length``) are mapped to the new ones with a ``DeprecationWarning``.
     """
-    overrides = dict(overrides)
+    fields: dict[str, Any] = dict(overrides)  # values of the config's fields, which checks them
     for old, new in RENAMED_OPTIONS.items():
-        if old not in overrides:
+        if old not in fields:
             continue
-        if new in overrides:
+        if new in fields:
             raise TypeError(f"give {new!r} or its old name {old!r}, not both")
         warnings.warn(
             f"PreferenceEnv option {old!r} is now {new!r}; the old name goes in the next release",
             DeprecationWarning,
             stacklevel=3,
         )
-        overrides[new] = overrides.pop(old)
+        fields[new] = fields.pop(old)
     base = config if config is not None else PreferenceEnvConfig()
     names = {f.name for f in dataclasses.fields(PreferenceEnvConfig)}
-    unknown = sorted(set(overrides) - names)
+    unknown = sorted(set(fields) - names)
     if unknown:
         raise TypeError(f"unknown PreferenceEnvConfig option(s) {unknown}; valid: {sorted(names)}")
-    return dataclasses.replace(base, **overrides)
+    return dataclasses.replace(base, **fields)
 
 
 class _Controls:
@@ -93,7 +94,7 @@ class _Controls:
         """The environment process's copy of the reward model (latest published weights)."""
         return self._core.net
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> dict[str, int | str]:
         """Counters: segments (clips) recorded / sent / dropped, preferences, training steps, ..."""
         self._core.poll()
         return self._core.metrics()
@@ -150,10 +151,15 @@ class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
         *,
         reward_net: RewardNet | None = None,
         obs_transform: ObsTransform | None = None,
-        **overrides: Any,
+        **overrides: object,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
-            self, config=config, reward_net=reward_net, obs_transform=obs_transform, **overrides
+            self,
+            _disable_deepcopy=False,  # (the default) named, so that no override is taken for it
+            config=config,
+            reward_net=reward_net,
+            obs_transform=obs_transform,
+            **overrides,
         )
         gym.Wrapper.__init__(self, env)
         self.config = make_config(config, overrides)
@@ -168,7 +174,7 @@ class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._core = PreferenceCore(1, env.action_space, c, reward_net, obs_transform)
         self._finalizer = weakref.finalize(self, self._core.close)
 
-    def _inputs(self, obs: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    def _inputs(self, obs: object) -> tuple[np.ndarray, np.ndarray | None]:
         c = self.config
         frames = None
         if c.record == "frames" or c.wants_frames:
@@ -179,14 +185,14 @@ class PreferenceEnv(_Controls, gym.Wrapper, gym.utils.RecordConstructorArgs):
         return x, frames
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+        self, *, seed: int | None = None, options: dict[str, object] | None = None
+    ) -> tuple[object, dict[str, object]]:
         obs, info = self.env.reset(seed=seed, options=options)
         x, frames = self._inputs(obs)
         self._core.on_reset(x, frames, np.zeros(1, np.int64))
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: object) -> tuple[object, float, bool, bool, dict[str, object]]:
         self._core.begin(np.asarray(action)[None])
         obs, rew, terminated, truncated, info = self.env.step(action)
         x, frames = self._inputs(obs)
@@ -236,7 +242,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         *,
         reward_net: RewardNet | None = None,
         obs_transform: ObsTransform | None = None,
-        **overrides: Any,
+        **overrides: object,
     ) -> None:
         super().__init__(env)
         self.config = make_config(config, overrides)
@@ -252,7 +258,7 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         self._finalizer = weakref.finalize(self, self._core.close)
         self._needs_reset = np.zeros(env.num_envs, bool)
 
-    def _inputs(self, obs: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    def _inputs(self, obs: object) -> tuple[np.ndarray, np.ndarray | None]:
         c = self.config
         frames = None
         if c.record == "frames" or c.wants_frames:
@@ -262,15 +268,15 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         ), frames
 
     def reset(
-        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+        self, *, seed: int | list[int] | None = None, options: dict[str, object] | None = None
+    ) -> tuple[object, dict[str, object]]:
         obs, info = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]  # vector envs take a seed list too
         x, frames = self._inputs(obs)
         self._core.on_reset(x, frames, np.arange(self.num_envs))
         self._needs_reset[:] = False
         return obs, info
 
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: object) -> tuple[object, np.ndarray, np.ndarray, np.ndarray, dict[str, object]]:
         self._core.begin(np.asarray(actions))
         obs, rews, terminated, truncated, infos = self.env.step(actions)
         x, frames = self._inputs(obs)
@@ -297,6 +303,6 @@ class PreferenceVectorEnv(_Controls, VectorWrapper):
         infos["reward_source"] = "learned" if learned else "true"
         return obs, out, term, trunc, infos
 
-    def close(self, **kwargs: Any) -> None:
+    def close(self, **kwargs: object) -> None:
         self._close_core()
         super().close(**kwargs)
