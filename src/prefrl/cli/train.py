@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prefrl.cli.help_order import print_help, wants_help
 from prefrl.envs.config import EnvConfig
 from prefrl.rewards.config import RewardNetConfig
 from prefrl.run.config import TrainConfig, config_to_dict, parse_args
@@ -69,6 +70,8 @@ def add_page(rep: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     try:
         try:
+            if wants_help(argv):  # the common options first, the rest grouped by section
+                print_help(lambda: parse_args(argv))
             cfg = parse_args(argv)
         except SystemExit as e:  # tyro: --help, or an option it rejected (message already printed)
             if e.code not in (0, None):
