@@ -14,6 +14,9 @@ comparison when compute is what binds):
 * ``shared``: the ensemble on one convolution trunk (``--reward.cnn-shared-trunk``; flat
   features, which it needs);
 * ``flat``: the default members with flat features (the ``shared`` variant's own baseline);
+* ``reed``: REED on images (``--reward.kind reed``): the network's image features first train
+  on the self-predictive objective over every transition of the random episodes the clips come
+  from (``--spr-steps`` updates; no labels), then the preference fit as the others;
 * ``+`` joins variants (``shared+shift``).
 
 The reward is then scored on clips of other random episodes: ``accuracy`` is the share of
@@ -39,6 +42,7 @@ from prefrl.agents.sb3 import make_env
 from prefrl.data import sample_fragments
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import random_pairs
+from prefrl.preference.self_predictive import SelfPredictiveConfig, SelfPredictiveTrainer, has_self_predictive
 from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards.config import RewardNetConfig
 from prefrl.rewards.encode import fragment_rewards
@@ -53,10 +57,10 @@ def variant_configs(
 ) -> tuple[RewardNetConfig, RewardTrainerConfig]:
     """The reward network and trainer configs of a variant (``+``-joined parts)."""
     parts = set(name.split("+"))
-    unknown = parts - {"default", "shift", "shared", "flat"}
+    unknown = parts - {"default", "shift", "shared", "flat", "reed"}
     if unknown:
-        raise SystemExit(f"unknown variant part(s) {sorted(unknown)}: use default, shift, shared, flat")
-    net = RewardNetConfig(kind="cnn")
+        raise SystemExit(f"unknown variant part(s) {sorted(unknown)}: use default, shift, shared, flat, reed")
+    net = RewardNetConfig(kind="reed" if "reed" in parts else "cnn")
     if "shared" in parts or "flat" in parts:
         net = dataclasses.replace(net, cnn_features="flat", cnn_shared_trunk="shared" in parts)
     shift = max(1, round(SHIFT * height / 84)) if "shift" in parts else 0
@@ -89,7 +93,12 @@ def draw(a: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
             env.observation_space, env.action_space
         )
         t0 = time.perf_counter()
-        RewardTrainer(net, tr_cfg).train(data)
+        fit = RewardTrainer(net, tr_cfg)  # built first, as in the loop: its flat buffer aliases the net
+        if has_self_predictive(net):
+            rows = train_eps.step_rows
+            spr = SelfPredictiveTrainer(net, SelfPredictiveConfig(steps=a.spr_steps, seed=seed))
+            spr.train(train_eps.obs[rows], train_eps.acts[rows], train_eps.obs[rows + 1])
+        fit.train(data)
         fit_s = time.perf_counter() - t0
         pred = fragment_rewards(net, test).mean(0).cpu().numpy()  # [N, L]
         ret = pred.sum(-1)
@@ -116,8 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--test-steps", type=int, default=3_000, help="random steps of the held-out clips")
     p.add_argument("--eval-pairs", type=int, default=1_000, help="held-out clip pairs")
     p.add_argument(
-        "--variants", nargs="+", default=["default", "shift"], help="default, shift, shared, flat, a+b"
+        "--variants", nargs="+", default=["default", "shift"], help="default, shift, shared, flat, reed, a+b"
     )
+    p.add_argument("--spr-steps", type=int, default=500, help="self-predictive updates of the reed variant")
     p.add_argument("--draws", type=int, default=3, help="independent draws (seeds 0..N-1)")
     p.add_argument("--out", default=None, help="also write the rows and the summary to this JSON file")
     a = p.parse_args(argv)
