@@ -41,7 +41,8 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypedDict
 
 import gymnasium as gym
 import numpy as np
@@ -86,7 +87,7 @@ def missing_message(env_id: str) -> str:
     )
 
 
-def require_procgen(env_id: str) -> Any:
+def require_procgen(env_id: str) -> Callable[..., object]:
     """Import Procgen's ``ProcgenGym3Env``; ``gym.error.DependencyNotInstalled`` with one line
     naming the install command when Procgen (or what it imports) is missing.
 
@@ -120,6 +121,13 @@ def game_timeout(game: str, distribution_mode: str) -> int:
     if game == "jumper" and distribution_mode == "memory":
         return 2000
     return TIMEOUTS.get(game, 1000)
+
+
+class ProcgenInfo(TypedDict):
+    """What this wrapper reads of Procgen's per-step info."""
+
+    level_seed: int
+    prev_level_complete: int
 
 
 class ProcgenEnv(gym.Env[np.ndarray, np.int64]):
@@ -203,14 +211,14 @@ class ProcgenEnv(gym.Env[np.ndarray, np.int64]):
         )
         self._steps = 0
 
-    def _observe(self) -> tuple[float, np.ndarray, bool, dict[str, Any]]:
+    def _observe(self) -> tuple[float, np.ndarray, bool, ProcgenInfo]:
         rew, obs, first = self._venv.observe()
         info = self._venv.get_info()[0]
         return float(rew[0]), np.asarray(obs["rgb"][0], dtype=np.uint8), bool(first[0]), info
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
+        self, *, seed: int | None = None, options: dict[str, object] | None = None
+    ) -> tuple[np.ndarray, dict[str, object]]:
         """Start an episode: with ``seed``, Procgen afresh with ``rand_seed=seed`` (mod 2**31);
         after an episode's end, the level the game already started; otherwise the next level
         (the current episode is abandoned)."""
@@ -231,7 +239,7 @@ class ProcgenEnv(gym.Env[np.ndarray, np.int64]):
         self._frame, self._level_seed, self._next, self._steps = frame, level_seed, None, 0
         return frame, {"level_seed": level_seed, "prev_level_complete": False}
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.int64 | int) -> tuple[np.ndarray, float, bool, bool, dict[str, object]]:
         if self._venv is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         act = int(action)
@@ -249,7 +257,7 @@ class ProcgenEnv(gym.Env[np.ndarray, np.int64]):
             return frame, reward, False, False, {"level_seed": self._level_seed, "prev_level_complete": False}
         complete = bool(info["prev_level_complete"])
         truncated = not complete and self._steps >= self.timeout
-        ended = {"level_seed": self._level_seed, "prev_level_complete": complete}
+        ended: dict[str, object] = {"level_seed": self._level_seed, "prev_level_complete": complete}
         self._next = (frame, int(info["level_seed"]))
         return self._frame.copy(), reward, not truncated, truncated, ended
 

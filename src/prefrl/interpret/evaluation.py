@@ -22,12 +22,12 @@ import torch
 from gymnasium import spaces
 from scipy import stats
 
-from prefrl.data.arrays import obs_concat, obs_len, obs_map
+from prefrl.data.arrays import Obs, obs_concat, obs_len, obs_map, obs_stack
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.interpret.rewardfn import RewardFn, as_reward_fn, index_obs, net_reward_fn
 from prefrl.preference.trainer import evaluate_preferences
-from prefrl.rewards.nets import RewardNet
+from prefrl.rewards.nets import Batch, RewardNet
 from prefrl.seeding import stream_seed
 
 
@@ -133,8 +133,8 @@ class Coverage:
     @classmethod
     def from_spaces(
         cls,
-        observation_space: spaces.Space[Any],
-        action_space: spaces.Space[Any],
+        observation_space: spaces.Space[object],
+        action_space: spaces.Space[object],
         n: int = 1024,
         n_mean: int = 64,
         seed: int = 0,
@@ -143,11 +143,10 @@ class Coverage:
         observation_space.seed(seed)
         action_space.seed(stream_seed(seed, "coverage_actions"))
 
-        def draw(space: spaces.Space[Any], k: int) -> Any:
-            items = [space.sample() for _ in range(k)]
-            if isinstance(items[0], dict):
-                return {key: np.stack([x[key] for x in items]) for key in items[0]}
-            return np.stack([np.asarray(x) for x in items])
+        def draw(space: spaces.Space[object], k: int) -> Obs:
+            return obs_stack(
+                [x if isinstance(x, dict) else np.asarray(x) for x in (space.sample() for _ in range(k))]
+            )
 
         return cls(
             draw(observation_space, n),
@@ -159,7 +158,7 @@ class Coverage:
 
 
 # ------------------------------------------------------------------ EPIC
-def _expand(x: Any, lead: tuple[int, ...], pos: int) -> Any:
+def _expand(x: Obs | Batch, lead: tuple[int, ...], pos: int) -> Batch:
     """Put the leading dim of ``x`` (tensor or dict) at ``pos`` of a 3-D lead shape, broadcast."""
 
     def one(t: torch.Tensor) -> torch.Tensor:
@@ -170,7 +169,7 @@ def _expand(x: Any, lead: tuple[int, ...], pos: int) -> Any:
     return obs_map(one, obs_map(torch.as_tensor, x))
 
 
-def mean_next_reward(fn: RewardFn, states: Any, cov: Coverage, chunk: int = 1 << 16) -> np.ndarray:
+def mean_next_reward(fn: RewardFn, states: Obs, cov: Coverage, chunk: int = 1 << 16) -> np.ndarray:
     """``g(x) = E_{A ~ D_A, S' ~ D_S} R(x, A, S')`` for each of ``K`` states ``[K, ...]`` -> ``[K]``.
 
     Evaluates the ``[k, Ma, Ms]`` grid of transitions in chunks of at most ``chunk`` rewards.

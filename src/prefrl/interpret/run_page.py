@@ -24,6 +24,7 @@ import dataclasses
 import html
 import io
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,6 +33,7 @@ import gymnasium as gym
 import numpy as np
 import tyro
 from matplotlib.figure import Figure
+from stable_baselines3.common.base_class import BaseAlgorithm
 
 from prefrl.agents.evaluate import DETERMINISTIC, evaluation_mode
 from prefrl.agents.policy_io import load_agent
@@ -130,7 +132,7 @@ class SmallFrames(gym.Wrapper):
         super().__init__(env)
         self.max_side = max(16, max_side)
 
-    def render(self) -> Any:
+    def render(self) -> np.ndarray:
         frame = np.asarray(self.env.render())
         k = max(1, math.ceil(frame.shape[0] / self.max_side))
         return np.ascontiguousarray(frame[::k, ::k])
@@ -160,7 +162,7 @@ class FreshClips:
     recorded: list[Recorded] | None = None  # the episodes by part, to render frames afterwards
 
 
-def wants_frames(cfg: PageConfig, agent: Any) -> bool:
+def wants_frames(cfg: PageConfig, agent: BaseAlgorithm | None) -> bool:
     """Whether the page shows frames: clip pairs, or the video of a policy."""
     return cfg.pairs > 0 or (cfg.video and agent is not None)
 
@@ -172,7 +174,7 @@ def frame_env(cfg: PageConfig, conf: dict[str, Any], render: bool) -> gym.Env:
 
 
 def fresh_clips(
-    cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: Any, render: bool = False
+    cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: BaseAlgorithm | None, render: bool = False
 ) -> FreshClips:
     """Roll out ``cfg.episodes`` episodes of ``agent`` (if any) and of random actions; cut clips.
 
@@ -223,7 +225,7 @@ def fresh_clips(
     )  # fmt: skip
 
 
-def page_teacher(conf: dict[str, Any]) -> str:
+def page_teacher(conf: Mapping[str, object]) -> str:
     """The synthetic teacher whose returns rank the page's fresh clips: the run's own preset, or
     the oracle (true returns) for a run labelled by people or a custom teacher."""
     name = conf.get("teacher")
@@ -231,7 +233,7 @@ def page_teacher(conf: dict[str, Any]) -> str:
 
 
 def with_frames(
-    cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: Any
+    cfg: PageConfig, conf: dict[str, Any], net: RewardNet, agent: BaseAlgorithm | None
 ) -> tuple[FreshClips, np.ndarray, np.ndarray, float]:
     """Fresh clips with the frames the page shows, and their most doubted pairs
     (:func:`disagreements`). Frames are rendered by replaying the recorded episodes
@@ -333,7 +335,7 @@ def label_counts(labels: np.ndarray) -> dict[str, int]:
     }
 
 
-def load_policy(run: Path, conf: dict[str, Any]) -> Any:
+def load_policy(run: Path, conf: dict[str, Any]) -> BaseAlgorithm | None:
     """The run's final policy (``policy.zip``), or ``None`` for an offline run."""
     if not (run / "policy.zip").exists():
         return None
@@ -346,14 +348,14 @@ def load_policy(run: Path, conf: dict[str, Any]) -> Any:
     return load_agent(algo, run / "policy.zip", venv, backend=agent_conf.get("backend", "sb3"))
 
 
-def _table(rows: dict[str, Any]) -> str:
+def _table(rows: Mapping[str, object]) -> str:
     cells = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows.items()
     )
     return f"<table>{cells}</table>"
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 

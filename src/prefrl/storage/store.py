@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import sqlalchemy as sa
@@ -65,7 +65,17 @@ __all__ = [
 ]
 
 
-def _new_id(result: sa.CursorResult[Any]) -> int:
+class LeasedQuery(TypedDict):
+    """A query leased to a labeller (:meth:`QueryStore.next_query`): its two clips' videos."""
+
+    query_id: int
+    run_id: int
+    instruction: str
+    left_video: str
+    right_video: str
+
+
+def _new_id(result: sa.CursorResult[tuple[object, ...]]) -> int:
     """The primary key of the row an ``INSERT`` added."""
     key = result.inserted_primary_key
     assert key is not None  # an insert always has one
@@ -290,7 +300,7 @@ class QueryStore(StoreDatabase):
         self._count_changed(run_id, None)
         return ids
 
-    def _servable(self, now: float, run_id: int | None) -> list[Any]:
+    def _servable(self, now: float, run_id: int | None) -> list[sa.ColumnElement[bool]]:
         q = S.queries.c
         cond = [q.status == "open", sa.or_(q.expires.is_(None), q.expires > now)]
         if run_id is not None:
@@ -299,7 +309,7 @@ class QueryStore(StoreDatabase):
 
     def next_query(
         self, user_id: int, run_id: int | None = None, lease_s: float = 30.0
-    ) -> dict[str, Any] | None:
+    ) -> LeasedQuery | None:
         """Lease the best open query this labeller has not answered; ``None`` when there is none.
 
         Highest priority first, then oldest. A leased query is not shown to other labellers
@@ -343,7 +353,7 @@ class QueryStore(StoreDatabase):
                 .values(lease_user=user_id, lease_until=now + lease_s)
             )
 
-            def video(clip: int) -> Any:
+            def video(clip: int) -> sa.ScalarSelect[str]:
                 return sa.select(S.clips.c.video).where(S.clips.c.id == clip).scalar_subquery()
 
             info = c.execute(

@@ -37,7 +37,8 @@ from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing_extensions import NotRequired, TypedDict  # pydantic reads these on Python < 3.12
 
 from prefrl.storage.episodes import latest_episode
 from prefrl.storage.records import AlreadyLabelled, QueryClosed, QueryFilled, UnknownQuery, User
@@ -67,6 +68,47 @@ class SessionIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     token: str = Field(min_length=1, max_length=MAX_TOKEN)
+
+
+class SignedIn(TypedDict):
+    """Body of the answer to ``POST /api/session``."""
+
+    name: str
+    is_admin: bool
+
+
+class Counts(TypedDict):
+    """A labeller's labels given and queries waiting, part of most answers."""
+
+    labelled: int
+    queue: int
+
+
+class Me(SignedIn, Counts):
+    """``GET /api/me``."""
+
+
+class Status(Counts):
+    """``GET /api/status``: the counts and the newest episode's video (``None``: none yet)."""
+
+    episode: str | None
+
+
+class NextQuery(Counts):
+    """``GET /api/queries/next``: a query with its two clips' URLs; ``query_id`` ``None`` (and
+    nothing else but the counts) when there is none."""
+
+    query_id: int | None
+    instruction: NotRequired[str]
+    left: NotRequired[str]
+    right: NotRequired[str]
+
+
+class LabelOut(Counts):
+    """``POST /api/labels``: the label recorded."""
+
+    label_id: int
+    query_id: int
 
 
 class BodyLimit:
@@ -103,7 +145,7 @@ class BodyLimit:
             more = bool(msg.get("more_body", False))
         replayed = False
 
-        async def replay() -> Any:
+        async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
@@ -216,7 +258,7 @@ def create_app(
     Signed = Annotated[User, Depends(current_user)]
     Admin = Annotated[User, Depends(admin_user)]
 
-    def counts(user: User) -> dict[str, int]:
+    def counts(user: User) -> Counts:
         labelled, queue = store.counts(user.id, scope.run_id())
         return {"labelled": labelled, "queue": queue}
 
@@ -229,7 +271,7 @@ def create_app(
         return ADMIN_HTML
 
     @app.post("/api/session")
-    def sign_in(body: SessionIn, request: Request, response: Response) -> dict[str, Any]:
+    def sign_in(body: SessionIn, request: Request, response: Response) -> SignedIn:
         """Check a token and set the page's cookie."""
         user = check_token(request, body.token)
         response.set_cookie(COOKIE, body.token, httponly=True, samesite="strict", max_age=30 * 24 * 3600)
@@ -241,20 +283,21 @@ def create_app(
         return {"signed_out": True}
 
     @app.get("/api/me")
-    def me(user: Signed) -> dict[str, Any]:
+    def me(user: Signed) -> Me:
         return {"name": user.name, "is_admin": user.is_admin, **counts(user)}
 
     @app.get("/api/status")
-    def status(user: Signed) -> dict[str, Any]:
+    def status(user: Signed) -> Status:
         ep = latest_episode(store, scope.run_id())
         return {**counts(user), "episode": None if ep is None else f"/clips/{ep}"}
 
     @app.get("/api/queries/next")
-    def next_query(user: Signed) -> dict[str, Any]:
+    def next_query(user: Signed) -> NextQuery:
         """The next query for this labeller, with its two clip URLs."""
         q = store.next_query(user.id, scope.run_id(), lease_s=lease_s)
         if q is None:
-            return {"query_id": None, **counts(user)}
+            c = counts(user)
+            return {"query_id": None, "labelled": c["labelled"], "queue": c["queue"]}
         return {
             "query_id": q["query_id"],
             "instruction": q["instruction"],
@@ -264,7 +307,7 @@ def create_app(
         }
 
     @app.post("/api/labels", status_code=201)
-    def post_label(body: LabelIn, user: Signed) -> dict[str, Any]:
+    def post_label(body: LabelIn, user: Signed) -> LabelOut:
         """Record this labeller's answer to a query (never overwrites an earlier one)."""
         try:
             label_id = store.add_label(body.query_id, user.id, body.answer, body.response_ms, scope.run_id())
