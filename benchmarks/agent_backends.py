@@ -28,8 +28,9 @@ import torch
 from prefrl.agents.evaluate import evaluate_returns, train_on_true_reward
 from prefrl.agents.sb3 import AgentConfig, make_env, resolve_algo
 from prefrl.envs.config import EnvConfig
+from prefrl.run.config import TrainConfig
 from prefrl.run.sweep_report import normalized_score
-from prefrl.run.train import TrainConfig, train
+from prefrl.run.train import train
 from prefrl.training.config import LoopConfig
 
 BACKENDS = ("sb3", "sbx")

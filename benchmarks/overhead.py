@@ -29,7 +29,8 @@ from prefrl.agents.evaluate import train_on_true_reward
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.sb3 import AgentConfig
 from prefrl.envs.config import EnvConfig
-from prefrl.run.train import TrainConfig, build_run
+from prefrl.run.config import TrainConfig
+from prefrl.run.train import build_run
 from prefrl.training.config import LoopConfig
 
 

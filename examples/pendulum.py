@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from prefrl.run.train import TrainConfig, format_report, train
+from prefrl.run.config import TrainConfig
+from prefrl.run.train import format_report, train
 from prefrl.training.config import LoopConfig
 
 

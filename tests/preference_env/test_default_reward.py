@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import gymnasium as gym
 import pytest
 
 from prefrl.envs.config import EnvConfig
 from prefrl.preference_env.env_process import default_config, default_net
 from prefrl.rewards import CNNReward, MLPReward
 from prefrl.run.config import TrainConfig
-from prefrl.run.resolve import probe_spaces, resolve
+from prefrl.run.resolve import resolve_run
 
 
 @pytest.mark.parametrize(
@@ -28,8 +29,9 @@ def test_the_wrappers_default_network_is_prefrl_trains(env_id: str) -> None:
     env_kwargs = {"obs_type": "pixels"} if "MovingDot" in env_id else {}
     if kw:
         env_kwargs[kw.split("=")[0]] = int(kw.split("=")[1])
-    cfg = resolve(TrainConfig(env=EnvConfig(id=env_id, kwargs=json.dumps(env_kwargs))))
-    obs_space, act_space = probe_spaces(cfg)
+    cfg, probe = resolve_run(TrainConfig(env=EnvConfig(id=env_id, kwargs=json.dumps(env_kwargs))))
+    obs_space, act_space = probe.obs_space, probe.act_space
+    assert isinstance(obs_space, gym.spaces.Box)
     wrapper = default_config(obs_space, act_space)
     assert dataclasses.replace(wrapper, output=cfg.reward.output) == cfg.reward  # output: probed by train
     mine = default_net(obs_space, act_space)

@@ -128,7 +128,7 @@ class RewardNetConfig:
     def resolved(self, obs_space: spaces.Space[object], act_space: spaces.Space[object]) -> RewardNetConfig:
         """A copy with the choices the spaces decide made (``use_next_obs``, ``cnn_features``,
         ``action_heads``); ``output="auto"`` needs an environment to probe and stays (``prefrl
-        train`` resolves it, :func:`~prefrl.run.setup.resolve_reward_output`; :meth:`build`
+        train`` resolves it, :func:`~prefrl.run.resolve.resolve_reward_output`; :meth:`build`
         reads it as linear). ``prefrl train`` and the preference wrapper build their default
         networks through this one method."""
         next_obs = self.resolve_next_obs(obs_space) if self.use_next_obs is None else self.use_next_obs

@@ -11,34 +11,21 @@ logs and ``report.json``. Like ``prefrl train`` it runs on ``--threads`` torch C
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
+from prefrl.agents.evaluate import evaluate_returns
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.policy_io import save_agent
 from prefrl.agents.saved_reward import check_spaces, load_learned_reward, reward_file
 from prefrl.agents.sb3 import make_agent, make_vec_env
 from prefrl.rewards.io import save_reward_net
-from prefrl.run.config import TrainConfig, config_from_dict
-from prefrl.run.resolve import probe_spaces, resolve_agent, resolve_devices, resolve_identity
+from prefrl.run.config import TrainConfig
+from prefrl.run.resolve import resolve_run
 from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
-from prefrl.storage.checkpoint import read_json, write_json
-
-
-def source_env(cfg: TrainConfig) -> TrainConfig:
-    """``cfg`` with the environment of the ``--reward-from`` run (a run directory's config.json)."""
-    assert cfg.reward_from is not None
-    source = Path(cfg.reward_from)
-    if source.is_dir() and (source / "config.json").exists():
-        where = f"{source}/config.json"
-        env = config_from_dict(read_json(source / "config.json", "run config"), where).env
-        return dataclasses.replace(cfg, env=env)
-    return cfg
+from prefrl.storage.checkpoint import write_json
 
 
 def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
@@ -52,13 +39,11 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
         raise ValueError("--reward-from trains an agent on a finished reward; --trajectory-path learns one")
     assert cfg.reward_from is not None
     path = reward_file(cfg.reward_from)
-    cfg = source_env(cfg)
-    obs_space, act_space = probe_spaces(cfg)
-    # resolved once (config.json names the real agent and devices); no reward options: none is learned
-    cfg = resolve_identity(resolve_devices(resolve_agent(cfg, act_space)))
+    # resolved once (config.json names the source's environment, the real agent and devices)
+    cfg, probe = resolve_run(cfg)
     env_kwargs = cfg.env.parsed_kwargs()
     reward = load_learned_reward(path, "run" if cfg.loop.normalize_reward else "off", device=cfg.device)
-    check_spaces(reward.net, obs_space, act_space, cfg.reward_from)
+    check_spaces(reward.net, probe.obs_space, probe.act_space, cfg.reward_from)
     torch.manual_seed(cfg.seed)
     run = prepare_run_dir(cfg)
     venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed), reward)
@@ -78,7 +63,7 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
         "reward_from": str(cfg.reward_from),
         "agent": cfg.agent.algo,
         "env_steps": int(agent.num_timesteps),
-        "eval": evaluation_mode(cfg.env.id, env_kwargs),
+        "eval": probe.evaluation,
         "true_return": float(rets.mean()),
         "true_return_std": float(rets.std()),
         "random_return": float(rand.mean()),

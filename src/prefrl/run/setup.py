@@ -1,19 +1,14 @@
-"""The pieces of a run that every kind of run shares: its directory, its devices, the reward
-output chosen by probing the environment, the agent's TensorBoard log and the held-out
-accuracy of a reward (used by :mod:`prefrl.run.train` and :mod:`prefrl.run.reward_from`)."""
+"""The pieces of a run that every kind of run builds from its resolved config
+(:mod:`prefrl.run.resolve`): its directory, the agent's TensorBoard log and the held-out accuracy
+of a reward (used by :mod:`prefrl.run.train` and :mod:`prefrl.run.reward_from`)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
-import torch
-
-from prefrl.agents.sb3 import (
-    make_env,
-)
+from prefrl.agents.sb3 import make_env
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import true_pair_accuracy
 from prefrl.rewards.nets import RewardNet
@@ -45,70 +40,6 @@ def prepare_run_dir(cfg: TrainConfig) -> Path:
     run.mkdir(parents=True, exist_ok=True)
     write_json(run / "config.json", config_to_dict(cfg))
     return run
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; others checked to exist."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        dev = torch.device(device)
-    except RuntimeError as e:
-        raise ValueError(f"--device {device!r}: not a device (auto, cpu, cuda or cuda:N)") from e
-    if dev.type == "cuda":
-        n = torch.cuda.device_count()
-        if n == 0:
-            raise ValueError(f"--device {device}: no CUDA device is visible here (use --device cpu or auto)")
-        if dev.index is not None and dev.index >= n:
-            raise ValueError(f"--device {device}: only {n} CUDA device(s) (cuda:0 .. cuda:{n - 1})")
-    elif dev.type != "cpu":
-        raise ValueError(f"--device {device!r}: prefrl runs on cpu or cuda")
-    return device
-
-
-def random_actions_terminate(cfg: TrainConfig, env_kwargs: dict[str, Any]) -> bool:
-    """Whether random actions reach a termination (a fall, a goal) within
-    ``--loop.initial-steps`` steps (at most 2,000), rather than only time limits."""
-    from prefrl.agents.rollout import collect_episodes
-
-    env = make_env(cfg.env.id, env_kwargs)
-    try:
-        steps = max(1, min(cfg.loop.initial_steps, 2000))
-        batch = collect_episodes(env, n_steps=steps, seed=stream_seed(cfg.seed, "reward_output"))
-    finally:
-        env.close()
-    return bool(np.any(batch.terminated))
-
-
-def resolve_reward_output(terminates: bool) -> Literal["linear", "tanh"]:
-    """``--reward.output auto``: tanh where random actions reach a termination
-    (:func:`random_actions_terminate`), linear where they only meet time limits.
-
-    Measured (docs/benchmarks/label-efficiency.md): the bounded output fixed InvertedPendulum and
-    Hopper and left CartPole, Acrobot and the double pendulum at the oracle's level; on
-    HalfCheetah, which never terminates, the linear output scored higher.
-    """
-    return "tanh" if terminates else "linear"
-
-
-STEPS_PER_LABEL, BROAD_L2 = 100, 0.01
-"""A broad first reward (``--loop.initial-steps-per-label`` and ``--trainer.l2-init`` auto, where
-random episodes run to their time limit): random steps per label before the first query, and
-the L2 coefficient of the reward fit."""
-
-
-def resolve_steps_per_label(broad: bool) -> int:
-    """``--loop.initial-steps-per-label auto``: :data:`STEPS_PER_LABEL` where random actions only
-    meet time limits (``broad``: a few long episodes, 1,000 steps are one HalfCheetah episode and
-    the initial queries' clips overlap), none where they reach a termination (1,000 steps
-    already hold many short episodes).
-
-    Measured with the L2 of :data:`BROAD_L2` (docs/benchmarks/defaults.md):
-    HalfCheetah-v5 50 oracle labels 0.71 -> 1.14 (5 seeds), 100 mistake labels 0.64 -> 1.05,
-    Swimmer and Reacher up, Pendulum and Acrobot unchanged; on Hopper, whose random actions
-    fall, it lost two seeds of three.
-    """
-    return STEPS_PER_LABEL if broad else 0
 
 
 def log_agent(agent: Any, run_dir: Path) -> None:

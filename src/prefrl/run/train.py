@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from prefrl.agents.evaluate import evaluate_returns, evaluation_mode
+from prefrl.agents.evaluate import evaluate_returns
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.recorder import TrajectoryRecorder
@@ -28,7 +28,7 @@ from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.run.config import IGNORED_ON_RESUME, TrainConfig, config_to_dict
 from prefrl.run.metrics_log import MetricsLogger
-from prefrl.run.resolve import probe_spaces, resolve
+from prefrl.run.resolve import EnvProbe, resolve_run
 from prefrl.run.resume_check import check_resume
 from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
 from prefrl.seeding import stream_seed
@@ -80,6 +80,8 @@ class Run:
     config: TrainConfig
     """The resolved config (:func:`~prefrl.run.resolve.resolve`): what ``config.json`` holds and
     every part of the run was built from."""
+    probe: EnvProbe
+    """What the environment, made once before anything else, said of itself (spaces, evaluation)."""
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -91,17 +93,17 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 def build_run(cfg: TrainConfig) -> Run:
-    """Resolve ``cfg`` (:func:`~prefrl.run.resolve.resolve`; ``cfg`` itself is not changed) and
-    wire env stack, agent, reward model, teacher and loop from the resolved config."""
-    cfg = resolve(cfg)
+    """Resolve ``cfg`` (:func:`~prefrl.run.resolve.resolve_run`; ``cfg`` itself is not changed) and
+    wire env stack, agent, reward model, teacher and loop from the resolved config and the probe
+    of its environment. Environments made: the probe, then (with an agent) the loop's side
+    environment and ``--agent.n-envs`` training environments."""
+    cfg, probe = resolve_run(cfg)
     env_kwargs = cfg.env.parsed_kwargs()
-    obs_space, act_space = probe_spaces(cfg)
     offline = cfg.trajectory_path is not None
     human = cfg.teacher in ("terminal", "web")
     torch.manual_seed(cfg.seed)  # reward-net initialisation: a run is reproducible from its seed
-    net = cfg.reward.build(obs_space, act_space).to(
-        cfg.device
-    )  # (bad options fail before any file is written)
+    # bad reward options fail here, before any file is written
+    net = cfg.reward.build(probe.obs_space, probe.act_space).to(cfg.device)
     trainer = RewardTrainer(net, cfg.trainer)
     run = prepare_run_dir(cfg)
     teacher = cli_teacher(cfg, run.name)
@@ -124,7 +126,6 @@ def build_run(cfg: TrainConfig) -> Run:
             )
         )
     loop_cfg = cfg.loop
-    side_env = make_env(cfg.env.id, env_kwargs, render=human)
     if offline:
         trajs = TrajectoryBatch.load(cfg.trajectory_path)  # type: ignore[arg-type]  # offline: a path is set
         loop = PreferenceLoop(
@@ -138,7 +139,8 @@ def build_run(cfg: TrainConfig) -> Run:
             callbacks=callbacks,
             config_hash=_hash(cfg),
         )
-        return Run(loop, run, logger, env_kwargs, cfg)
+        return Run(loop, run, logger, env_kwargs, cfg, probe)
+    side_env = make_env(cfg.env.id, env_kwargs, render=human)
     recorder = TrajectoryRecorder(
         make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human
     )
@@ -164,7 +166,7 @@ def build_run(cfg: TrainConfig) -> Run:
         callbacks=callbacks,
         config_hash=_hash(cfg),
     )
-    return Run(loop, run, logger, env_kwargs, cfg)
+    return Run(loop, run, logger, env_kwargs, cfg, probe)
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
@@ -225,11 +227,10 @@ def _train(r: Run, t0: float) -> dict[str, Any]:
         save_agent(loop.agent, r.run_dir / "policy.zip")
         rets = evaluate_returns(cfg.env.id, loop.agent, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=r.env_kwargs)
-        mode = evaluation_mode(cfg.env.id, r.env_kwargs)
         report.update(
             agent=cfg.agent.algo,
             env_steps=loop.env_steps,
-            eval=mode,
+            eval=r.probe.evaluation,
             true_return=float(rets.mean()),
             true_return_std=float(rets.std()),
             random_return=float(rand.mean()),
