@@ -33,6 +33,7 @@ import torch
 from prefrl.agents.evaluate import DETERMINISTIC, evaluate_returns, evaluation_mode
 from prefrl.agents.policy_io import load_agent
 from prefrl.agents.sb3 import ALGOS, check_env_id, make_env, make_vec_env, resolve_algo
+from prefrl.run.config import TrainConfig
 from prefrl.run.sweep import (
     SET_BY_SWEEP,
     Cell,
@@ -45,10 +46,9 @@ from prefrl.run.sweep import (
 )
 from prefrl.run.sweep import apply_options as apply_sweep_options
 from prefrl.run.sweep_report import normalized_score
-from prefrl.run.train import TrainConfig
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import PRESETS
-from prefrl.training.loop import LoopConfig
+from prefrl.training.config import LoopConfig
 
 DEFAULT_ITERATIONS = 14
 

@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from prefrl.agents.learned_reward import LearnedReward
 from prefrl.agents.protocols import Agent, Env
 from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.reward_signal import LearnedReward
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import RewardTrainer
