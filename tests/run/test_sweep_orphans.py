@@ -114,7 +114,8 @@ def test_run_cell_holds_the_lock_of_its_run_directory(
         return {}
 
     monkeypatch.setattr(sweep, "_run_cell", fake)
-    cell = {"kind": "oracle", "env": "Pendulum-v1", "agent": "sac", "steps": 10, "seed": 0}
+    cell: dict[str, str | int] = {"kind": "oracle", "env": "Pendulum-v1", "agent": "sac", "steps": 10}
+    cell["seed"] = 0
     assert (
         sweep.run_cell(cell, {}, str(run), str(run.parent / "result.json"), 1, 1, Driver.this().__dict__)
         == {}

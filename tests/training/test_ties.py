@@ -11,7 +11,7 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
-from prefrl.run.train import format_report
+from prefrl.run.train import RunReport, format_report
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import SyntheticTeacher
 from prefrl.teachers.synthetic import TeacherConfig
@@ -57,8 +57,8 @@ def test_a_run_of_ties_warns_while_running_and_in_its_report(tmp_path, capsys) -
     # an explicit choice is kept
     loop.clips.config = dataclasses.replace(loop.clips.config, end_clip_frac=0.0)
     assert loop.clips.end_clip_frac(loop.labels.ties()) == 0.0
-    rep = {"labels_used": 12, "queries_asked": 12, "reward_accuracy": None, "label_tie_fraction": 1.0,
-           "wall_s": 1.0, "run_dir": "r", "files": {}}  # fmt: skip
+    rep: RunReport = {"labels_used": 12, "queries_asked": 12, "reward_accuracy": None,
+                      "label_tie_fraction": 1.0, "wall_s": 1.0, "run_dir": "r", "files": {}}  # fmt: skip
     text = format_report(rep)
     assert "n/a (every held-out pair was a tie)" in text and "nan" not in text
     assert "most labels were ties" in text

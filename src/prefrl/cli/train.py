@@ -14,13 +14,12 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from prefrl.cli.help_order import print_help, wants_help
 from prefrl.envs.config import EnvConfig
 from prefrl.rewards.config import RewardNetConfig
 from prefrl.run.config import TrainConfig, config_to_dict, parse_args
-from prefrl.run.train import build_run, format_report, train
+from prefrl.run.train import RunReport, build_run, format_report, train
 from prefrl.threads import set_threads
 
 __all__ = [
@@ -50,7 +49,7 @@ def interrupted_message(cfg: TrainConfig) -> str:
     )
 
 
-def add_page(rep: dict[str, Any]) -> None:
+def add_page(rep: RunReport) -> None:
     """Write the run's HTML page (as ``prefrl report RUN`` does) and name it in ``rep`` and
     ``report.json``. The run is done by then: a page that cannot be made only warns."""
     from prefrl.interpret.run_page import PageConfig, write_run_page  # matplotlib: only once trained

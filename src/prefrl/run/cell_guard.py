@@ -14,11 +14,11 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 try:
     import fcntl
@@ -118,13 +118,13 @@ def _start_time(pid: int) -> float | None:
 
 
 @contextmanager
-def watch_driver(driver: dict[str, Any] | None, exit_code: int = 3) -> Iterator[None]:
+def watch_driver(driver: Mapping[str, str | int | float] | None, exit_code: int = 3) -> Iterator[None]:
     """While inside, a daemon thread ends this process (``os._exit``) once ``driver`` (a
     :class:`Driver` as a dict) is gone: a cell stops with the sweep that ran it."""
     if driver is None:
         yield
         return
-    d = Driver(**driver)
+    d = Driver(str(driver["host"]), int(driver["pid"]), float(driver["started"]))
     done = threading.Event()
 
     def watch() -> None:

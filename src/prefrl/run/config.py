@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import tyro
 
@@ -28,6 +29,9 @@ from prefrl.run.resume_check import read_run_config
 from prefrl.storage.checkpoint import read_json
 from prefrl.teachers.spec import TeacherName
 from prefrl.training.config import LoopConfig
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # optional paths: a metavar naming what to pass and no "(default: None)" in --help
 OptStore = Annotated[
@@ -128,11 +132,19 @@ IGNORED_ON_RESUME = ("resume", "force", "config", "print_config", "progress", "r
 
 
 # ------------------------------------------------------------------------ config files
+Section = TypeVar("Section", bound="DataclassInstance")
+"""A config dataclass: :class:`TrainConfig` or one of its sections."""
+
+
 def config_to_dict(cfg: TrainConfig) -> dict[str, Any]:
+    """``cfg`` as the JSON object ``config.json`` holds (its sections are objects that callers read
+    and edit by name, hence ``Any`` rather than :data:`~prefrl.data.json_types.JSONObject`)."""
     return dataclasses.asdict(cfg)
 
 
-def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
+def _from_dict(cls: type[Section], data: object, where: str) -> Section:
+    """``cls`` (a config or one of its sections) from the JSON object ``data``: options of older
+    releases renamed, retired, removed or added as they ran, unknown ones refused."""
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -159,10 +171,10 @@ def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"{where}: unknown option(s) {unknown}; valid: {sorted(fields)}")
-    kw = {}
+    kw: dict[str, object] = {}
     for name, value in data.items():
         default = getattr(cls(), name) if name in ("env", "agent", "loop", "reward", "trainer") else None
-        if dataclasses.is_dataclass(default):
+        if dataclasses.is_dataclass(default) and not isinstance(default, type):
             kw[name] = _from_dict(type(default), value, f"{where}.{name}")
         elif isinstance(value, list) and name == "l2_band":
             kw[name] = tuple(value)
@@ -171,7 +183,7 @@ def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
     return cls(**kw)
 
 
-def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
+def config_from_dict(data: Mapping[str, object], where: str = "config") -> TrainConfig:
     """Rebuild a :class:`TrainConfig` from JSON, with clear errors for unknown keys."""
     try:
         return _from_dict(TrainConfig, data, where)
@@ -188,7 +200,7 @@ def _flag_value(argv: list[str], flag: str) -> str | None:
     return None
 
 
-def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "--") -> list[str]:
+def _differences(old: Mapping[str, object], new: Mapping[str, object], prefix: str = "--") -> list[str]:
     """``["--loop.total-labels 20 -> 99", ...]`` for every leaf option that differs."""
     out = []
     for k in sorted(set(old) | set(new)):

@@ -12,7 +12,6 @@ logs and ``report.json``. Like ``prefrl train`` it runs on ``--threads`` torch C
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import torch
 
@@ -25,10 +24,11 @@ from prefrl.rewards.io import save_reward_net
 from prefrl.run.config import TrainConfig
 from prefrl.run.resolve import resolve_run
 from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
+from prefrl.run.train import RunReport
 from prefrl.storage.checkpoint import write_json
 
 
-def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
+def train_on_saved_reward(cfg: TrainConfig) -> RunReport:
     """Train an agent on ``cfg.reward_from``'s reward; writes the run directory, returns the report."""
 
     t0 = time.perf_counter()
@@ -57,7 +57,7 @@ def train_on_saved_reward(cfg: TrainConfig) -> dict[str, Any]:
     save_agent(agent, run / "policy.zip")  # prefrl's format: safetensors + JSON, nothing pickled
     rets = evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=env_kwargs)
     rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=env_kwargs)
-    report: dict[str, Any] = {
+    report: RunReport = {
         "run_dir": str(run),
         "env": cfg.env.id,
         "reward_from": str(cfg.reward_from),

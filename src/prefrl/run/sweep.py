@@ -16,10 +16,11 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
 import tyro
 
@@ -28,6 +29,11 @@ from prefrl.storage.checkpoint import read_json, write_json
 
 if TYPE_CHECKING:  # imported where used: the driver starts without torch and SB3
     from prefrl.run.config import TrainConfig
+
+Options = Mapping[str, object]
+"""``{"section.option": value}``: options of prefrl train as ``--set`` gives them (JSON values)."""
+Result = dict[str, object]
+"""What a cell leaves in its ``result.json`` (and hands to the driver)."""
 
 SWEEP_FORMAT = "prefrl.sweep"
 OBJECT_STORE_BYTES = 256 * 2**20
@@ -94,6 +100,19 @@ class Cell:
     teacher: str = ""
     labels: int = 0
 
+    @staticmethod
+    def of(fields: Mapping[str, str | int]) -> Cell:
+        """The cell ``dataclasses.asdict`` made ``fields`` of (a cell crosses to a Ray worker so)."""
+        return Cell(
+            str(fields["kind"]),
+            str(fields["env"]),
+            str(fields["agent"]),
+            int(fields["steps"]),
+            int(fields["seed"]),
+            str(fields.get("teacher", "")),
+            int(fields.get("labels", 0)),
+        )
+
     @property
     def name(self) -> str:
         if self.kind == "oracle":
@@ -118,14 +137,14 @@ SET_BY_SWEEP = (
 """Options each cell gets from the grid (--env, --labels, --seeds, --teacher, --steps)."""
 
 
-def parse_options(items: list[str], bare: str | None = None) -> dict[str, Any]:
+def parse_options(items: list[str], bare: str | None = None) -> dict[str, object]:
     """``["section.option=value", ...]`` -> ``{"section.option": value}`` (JSON values), checked
     against prefrl train's config so that a typo fails before anything runs. A name without a
     section is a top-level option, or one of section ``bare`` when given."""
     from prefrl.run.config import TrainConfig
 
     cfg = TrainConfig()
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for item in items:
         name, sep, text = item.partition("=")
         section, dot, opt = name.rpartition(".")
@@ -143,10 +162,11 @@ def parse_options(items: list[str], bare: str | None = None) -> dict[str, Any]:
     return out
 
 
-def apply_options(cfg: TrainConfig, options: dict[str, Any], bare: str | None = None) -> TrainConfig:
+def apply_options(cfg: TrainConfig, options: Options, bare: str | None = None) -> TrainConfig:
     """``cfg`` with ``{"section.option": value}`` set (bare names: in section ``bare``), a new config
     (``cfg`` is frozen): each section is replaced once with all its options, then the config,
     so a section's checks see the options together."""
+    # values checked by name only: each section's __post_init__ and the run check them
     top: dict[str, Any] = {}
     sections: dict[str, dict[str, Any]] = {}
     for name, value in options.items():
@@ -163,7 +183,7 @@ def apply_options(cfg: TrainConfig, options: dict[str, Any], bare: str | None = 
     return dataclasses.replace(cfg, **top, **replaced)
 
 
-def grid(sc: SweepConfig, options: dict[str, Any]) -> tuple[list[Cell], list[Cell]]:
+def grid(sc: SweepConfig, options: Options) -> tuple[list[Cell], list[Cell]]:
     """(learned cells, reference cells) of the sweep, agents resolved per environment."""
     from prefrl.agents.sb3 import check_env_id, make_env, resolve_algo
     from prefrl.run.config import TrainConfig
@@ -191,7 +211,7 @@ def initial_steps(steps: int) -> int:
     return min(1000, steps // 10)
 
 
-def cell_config(c: Cell, options: dict[str, Any], run: Path, eval_episodes: int, threads: int) -> TrainConfig:
+def cell_config(c: Cell, options: Options, run: Path, eval_episodes: int, threads: int) -> TrainConfig:
     """The config of a learned cell's run: the grid's values, then the sweep's ``options``
     (which may change ``loop.initial_steps`` but not what the grid sets, see :data:`SET_BY_SWEEP`)."""
     from prefrl.run.config import TrainConfig
@@ -216,14 +236,14 @@ def cell_config(c: Cell, options: dict[str, Any], run: Path, eval_episodes: int,
 
 
 def run_cell(
-    cell: dict[str, Any],
-    options: dict[str, Any],
+    cell: Mapping[str, str | int],
+    options: Options,
     run_dir: str,
     result_path: str,
     eval_episodes: int,
     threads: int,
-    driver: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    driver: Mapping[str, str | int | float] | None = None,
+) -> Result:
     """Run one cell (in a Ray worker) in ``run_dir``; returns its result, also written to
     ``result_path``.
 
@@ -236,18 +256,18 @@ def run_cell(
     from prefrl.run.cell_guard import run_lock, wait_line, watch_driver
 
     run = Path(run_dir)
-    with watch_driver(driver), run_lock(run, wait_line(Cell(**cell).name, run)):
+    with watch_driver(driver), run_lock(run, wait_line(Cell.of(cell).name, run)):
         return _run_cell(cell, options, run_dir, result_path, eval_episodes, threads)
 
 
 def _run_cell(
-    cell: dict[str, Any],
-    options: dict[str, Any],
+    cell: Mapping[str, str | int],
+    options: Options,
     run_dir: str,
     result_path: str,
     eval_episodes: int,
     threads: int,
-) -> dict[str, Any]:
+) -> Result:
     import ray
     import torch
 
@@ -256,7 +276,7 @@ def _run_cell(
     from prefrl.run.config import parse_args
     from prefrl.run.train import train
 
-    c = Cell(**cell)
+    c = Cell.of(cell)
     run, result = Path(run_dir), Path(result_path)
     result.parent.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(threads)
@@ -299,7 +319,7 @@ def _run_cell(
     return res
 
 
-def reference_env_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+def reference_env_kwargs(options: Options) -> dict[str, object]:
     """The environment a cell's true-reward run trains and is evaluated on: gym.make's keyword
     arguments and wrapper options from the sweep's ``env.*`` options (``env.kwargs``,
     ``env.hide_score``, ...), as the learned runs get them. Other options (loop, reward, agent)
@@ -311,7 +331,7 @@ def reference_env_kwargs(options: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------ the driver
-def resolved_reward(run: Path) -> dict[str, Any]:
+def resolved_reward(run: Path) -> dict[str, object]:
     """What a learned run's reward read and output, as its config.json resolved the ``auto``
     settings (``reward_next_obs``, ``reward_output``), how it chose its queries
     (``query_selection``: ``uniform`` or the disagreement measure, and ``selection_from``: the
@@ -323,7 +343,7 @@ def resolved_reward(run: Path) -> dict[str, Any]:
         reward = cfg["reward"]
     except (OSError, ValueError, KeyError):
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     loop = cfg.get("loop") or {}
     if "active_selection" in loop:
         out["query_selection"] = loop.get("uncertainty_measure") if loop["active_selection"] else "uniform"
@@ -341,7 +361,7 @@ def resolved_reward(run: Path) -> dict[str, Any]:
     return out
 
 
-def _check_out(out: Path, sc: SweepConfig, options: dict[str, Any]) -> None:
+def _check_out(out: Path, sc: SweepConfig, options: Options) -> None:
     """Record the sweep's options in ``out/sweep.json``; refuse a different sweep there."""
     spec = {"format": SWEEP_FORMAT, "options": options, "steps": sc.steps, "eval_episodes": sc.eval_episodes}
     path = out / "sweep.json"
@@ -368,7 +388,7 @@ def _short_temp_dir() -> str | None:
     return None
 
 
-def _ray_init(sc: SweepConfig) -> Any:
+def _ray_init(sc: SweepConfig) -> ModuleType:
     """Start a new local Ray (or join the cluster at ``sc.address``) without Ray's start-up chatter.
 
     A local Ray gets token authentication, Ray's own default, but asked for explicitly
@@ -444,14 +464,14 @@ class CellsRun:
     wall_s: float = 0.0
 
 
-OnResult = Callable[[Cell, dict[str, Any], Path | None], None]
+OnResult = Callable[[Cell, Result, Path | None], None]
 """Called in the driver for each cell finished now: (cell, its result, the file it was reused from)."""
 
 
 def run_cells(
     sc: SweepConfig,
     cells: list[Cell],
-    options: dict[str, Any],
+    options: Options,
     files: Callable[[Cell], CellFiles],
     on_result: OnResult | None = None,
 ) -> CellsRun:
@@ -539,6 +559,19 @@ def run_cells(
     return outcome
 
 
+class SweepSummary(TypedDict):
+    """What :func:`run_sweep` did: cells in all, skipped (finished before or reused), run now,
+    failed (name -> error), its wall time, and the finished learned cells in the summary table."""
+
+    cells: int
+    skipped: int
+    ran: int
+    failed: dict[str, str]
+    wall_s: float
+    results: int
+    table: str
+
+
 def check_grid(sc: SweepConfig) -> None:
     """Refuse a grid with nothing in it, before anything runs."""
     if not sc.env or not sc.labels or not sc.out:
@@ -549,7 +582,7 @@ def check_grid(sc: SweepConfig) -> None:
         raise ValueError("--first-seed must be >= 0")
 
 
-def run_sweep(sc: SweepConfig) -> dict[str, Any]:
+def run_sweep(sc: SweepConfig) -> SweepSummary:
     """Run (or finish) a sweep; returns ``{"done", "skipped", "failed", "results", ...}``."""
     check_grid(sc)
     try:
@@ -575,5 +608,6 @@ def run_sweep(sc: SweepConfig) -> dict[str, Any]:
         "ran": ran.ran,
         "failed": ran.failed,
         "wall_s": ran.wall_s,
-        **summary,
+        "results": summary["results"],
+        "table": summary["table"],
     }

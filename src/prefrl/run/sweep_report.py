@@ -9,13 +9,68 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 import numpy as np
 
 from prefrl.storage.checkpoint import read_json, write_json
+
+if TYPE_CHECKING:
+    from prefrl.run.sweep import Cell
+
+
+@dataclass(frozen=True)
+class FoundCell:
+    """A finished cell of an earlier grid in the same folder (from its ``result.json``), under
+    the folder name it ran in."""
+
+    kind: str
+    env: str
+    agent: str
+    steps: int
+    seed: int
+    teacher: str
+    labels: int
+    name: str
+
+
+GridCell: TypeAlias = "Cell | FoundCell"
+"""A cell of this sweep's grid, or one found in the folder."""
+
+Row = TypedDict(
+    "Row",
+    {
+        "env": str,
+        "agent": str,
+        "teacher": str,
+        "labels": int,
+        "steps": int,
+        "seed": int,
+        "return": float,
+        "true_reward_return": float | None,
+        "random_return": float,
+        "score": float | None,
+        "wall_s": float,
+        "labels_used": int | None,
+        "node_id": str | None,
+    },
+)
+"""One finished learned cell, scored (a line of ``results.jsonl``)."""
+
+
+CellResult = TypedDict(
+    "CellResult", {"return": float, "wall_s": float, "labels_used": int, "node_id": str}, total=False
+)
+"""What the report reads of a cell's ``result.json`` (:func:`prefrl.run.sweep.run_cell` writes it)."""
+
+
+class ReportSummary(TypedDict):
+    """What :func:`write_reports` wrote: how many learned cells it scored, and the summary table."""
+
+    results: int
+    table: str
 
 
 def normalized_score(ret: float, true_reward_return: float, random_ret: float) -> float | None:
@@ -38,10 +93,10 @@ def random_return(out: Path, env_id: str, episodes: int) -> float:
     return ret
 
 
-def collect(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: int) -> list[dict[str, Any]]:
+def collect(out: Path, learned: Sequence[GridCell], oracle: Sequence[GridCell], episodes: int) -> list[Row]:
     """One record per finished learned cell, scored against the finished reference runs."""
 
-    def result(cell: Any) -> dict[str, Any] | None:
+    def result(cell: GridCell) -> CellResult | None:
         path = out / "cells" / cell.name / "result.json"
         return read_json(path, "cell result") if path.exists() else None
 
@@ -50,7 +105,7 @@ def collect(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: 
         r = result(c)
         if r is not None:
             ref.setdefault((c.env, c.agent, c.steps), []).append(float(r["return"]))
-    rows = []
+    rows: list[Row] = []
     for c in learned:
         r = result(c)
         if r is None:
@@ -79,9 +134,9 @@ def collect(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: 
     return rows
 
 
-def summary_table(rows: list[dict[str, Any]]) -> str:
+def summary_table(rows: list[Row]) -> str:
     """Markdown: median score, range and seeds per environment, agent, teacher and budget."""
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str, int, int], list[Row]] = {}
     for r in rows:
         groups.setdefault((r["env"], r["agent"], r["teacher"], r["labels"], r["steps"]), []).append(r)
     lines = [
@@ -102,7 +157,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot_scores(rows: list[dict[str, Any]], path: Path) -> None:
+def plot_scores(rows: list[Row], path: Path) -> None:
     """Score against labels, one panel per environment, one line per teacher, seed range as a band."""
     import matplotlib
 
@@ -133,7 +188,7 @@ def plot_scores(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_wall(out: Path, cells: Sequence[Any], path: Path) -> None:
+def plot_wall(out: Path, cells: Sequence[GridCell], path: Path) -> None:
     """Wall time of every finished cell (learned and reference runs), longest first."""
     import matplotlib
 
@@ -160,11 +215,13 @@ def plot_wall(out: Path, cells: Sequence[Any], path: Path) -> None:
     plt.close(fig)
 
 
-def finished_cells(out: Path, learned: Sequence[Any], oracle: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+def finished_cells(
+    out: Path, learned: Sequence[GridCell], oracle: Sequence[GridCell]
+) -> tuple[list[GridCell], list[GridCell]]:
     """The given cells plus every other cell of ``out/cells/`` with a result: a grid of an earlier
     ``prefrl sweep`` into the same folder stays in its results and summary."""
     known = {c.name for c in [*learned, *oracle]}
-    more: dict[str, list[Any]] = {"learned": [], "oracle": []}
+    more: dict[str, list[GridCell]] = {"learned": [], "oracle": []}
     fields = {"kind", "env", "agent", "steps", "seed", "teacher", "labels"}
     for path in sorted((out / "cells").glob("*/result.json")):
         if path.parent.name in known:
@@ -174,11 +231,13 @@ def finished_cells(out: Path, learned: Sequence[Any], oracle: Sequence[Any]) -> 
         except (ValueError, FileNotFoundError, AttributeError):
             continue  # not a finished cell's result: the summary skips it, as a missing one
         if isinstance(cell, dict) and fields <= set(cell) and cell["kind"] in more:
-            more[cell["kind"]].append(SimpleNamespace(**{k: cell[k] for k in fields}, name=path.parent.name))
+            more[cell["kind"]].append(FoundCell(**{k: cell[k] for k in fields}, name=path.parent.name))
     return [*learned, *more["learned"]], [*oracle, *more["oracle"]]
 
 
-def write_reports(out: Path, learned: Sequence[Any], oracle: Sequence[Any], episodes: int) -> dict[str, Any]:
+def write_reports(
+    out: Path, learned: Sequence[GridCell], oracle: Sequence[GridCell], episodes: int
+) -> ReportSummary:
     """``results.jsonl``, ``summary.md``, ``score_vs_labels.png``, ``wall_time.png`` in ``out``,
     over every finished cell in ``out`` (this invocation's grid and earlier ones)."""
     learned, oracle = finished_cells(out, learned, oracle)

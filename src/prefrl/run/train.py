@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -38,6 +38,38 @@ from prefrl.training.callbacks import LoopCallback, ProgressBar
 from prefrl.training.config import TIE_HINT, TIE_WARN, tie_fraction
 from prefrl.training.evaluations import CorrelationWatch, PeriodicEvaluation, last_mean
 from prefrl.training.loop import PreferenceLoop
+
+
+class RunReport(TypedDict, total=False):
+    """What a run reports (``RUN/report.json``, and what :func:`train` returns)."""
+
+    run_dir: str
+    env: str
+    teacher: str
+    reward_from: str
+    """``--reward-from``: the run or file whose reward the agent trained on."""
+    labels_used: int
+    queries_asked: int
+    queries: dict[str, int]
+    """With people answering: queries asked, answered, used, expired, open, answers and answers used."""
+    agent: str
+    env_steps: int
+    eval: str
+    """How the policy was evaluated: ``sampled`` or ``deterministic`` actions."""
+    true_return: float
+    true_return_std: float
+    random_return: float
+    evaluations: list[list[float]]
+    """``[env_steps, mean true return]`` of each periodic evaluation (``--eval-interval``)."""
+    eval_last10_mean: float | None
+    reward_accuracy: float | None
+    label_tie_fraction: float | None
+    fresh_agent_true_return: float
+    train_wall_s: float
+    train_cpu_s: float
+    wall_s: float
+    resumed: bool
+    files: dict[str, str]
 
 
 # ------------------------------------------------------------------------ wiring
@@ -76,7 +108,7 @@ class Run:
     loop: PreferenceLoop
     run_dir: Path
     logger: MetricsLogger
-    env_kwargs: dict[str, Any]
+    env_kwargs: dict[str, object]
     config: TrainConfig
     """The resolved config (:func:`~prefrl.run.resolve.resolve`): what ``config.json`` holds and
     every part of the run was built from."""
@@ -169,7 +201,7 @@ def build_run(cfg: TrainConfig) -> Run:
     return Run(loop, run, logger, env_kwargs, cfg, probe)
 
 
-def train(cfg: TrainConfig) -> dict[str, Any]:
+def train(cfg: TrainConfig) -> RunReport:
     """Run (or resume) training; writes the run directory and returns the final report."""
     if cfg.reward_from is not None:  # only an agent, on a finished run's reward
         from prefrl.run.reward_from import train_on_saved_reward
@@ -186,7 +218,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         raise RunInterrupted(r.run_dir) from e
 
 
-def _train(r: Run, t0: float) -> dict[str, Any]:
+def _train(r: Run, t0: float) -> RunReport:
     """Resume (when asked) and run ``r``'s loop, then save and evaluate: the report."""
     cfg, loop = r.config, r.loop
     if cfg.resume is not None:
@@ -214,7 +246,7 @@ def _train(r: Run, t0: float) -> dict[str, Any]:
     if loop.reward is not None:  # with the reward, how the agent saw it at the end (agents/saved_reward.py)
         norm = {"normalize": loop.reward.normalize, **loop.reward.normalizer.state_dict()}
         save_reward_net(loop.net, r.run_dir / "reward.safetensors", normalizer=norm)
-    report: dict[str, Any] = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
+    report: RunReport = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
     report["labels_used"] = len(loop.dataset)
     report["queries_asked"] = loop.state.queries_asked
     counts = getattr(loop.async_teacher, "counts", None)
@@ -228,12 +260,14 @@ def _train(r: Run, t0: float) -> dict[str, Any]:
         rets = evaluate_returns(cfg.env.id, loop.agent, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=r.env_kwargs)
         report.update(
-            agent=cfg.agent.algo,
-            env_steps=loop.env_steps,
-            eval=r.probe.evaluation,
-            true_return=float(rets.mean()),
-            true_return_std=float(rets.std()),
-            random_return=float(rand.mean()),
+            {
+                "agent": cfg.agent.algo,
+                "env_steps": loop.env_steps,
+                "eval": r.probe.evaluation,
+                "true_return": float(rets.mean()),
+                "true_return_std": float(rets.std()),
+                "random_return": float(rand.mean()),
+            }
         )
     if loop.state.evaluations:  # --eval-interval: the papers' mean of the last 10 evaluations
         report["evaluations"] = [list(e) for e in loop.state.evaluations]
@@ -277,7 +311,7 @@ def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
     return float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=r.env_kwargs).mean())
 
 
-def format_report(rep: dict[str, Any]) -> str:
+def format_report(rep: RunReport) -> str:
     lines = ["", "=== prefrl train: report ==="]
     if "true_return" in rep:
         lines.append(
