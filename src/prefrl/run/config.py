@@ -183,7 +183,7 @@ def _from_dict(cls: type[Section], data: object, where: str) -> Section:
     return cls(**kw)
 
 
-def config_from_dict(data: Mapping[str, object], where: str = "config") -> TrainConfig:
+def config_from_dict(data: object, where: str = "config") -> TrainConfig:
     """Rebuild a :class:`TrainConfig` from JSON, with clear errors for unknown keys."""
     try:
         return _from_dict(TrainConfig, data, where)

@@ -6,7 +6,10 @@ import csv
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 
 class MetricsLogger:
@@ -33,9 +36,10 @@ class MetricsLogger:
         self.pending_step: int | None = None
         self.tensorboard = tensorboard
         self.tb_dir = Path(run_dir) / "tb"
-        self.writer: Any = None  # made at the first metric: a resume that fails adds no TensorBoard file
+        # made at the first metric: a resume that fails adds no TensorBoard file
+        self.writer: SummaryWriter | None = None
 
-    def _tb(self) -> Any:
+    def _tb(self) -> SummaryWriter | None:
         if self.writer is None and self.tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 

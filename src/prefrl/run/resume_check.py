@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import numpy as np
 from prefrl.agents.policy_io import read_policy
 from prefrl.agents.sb3 import BUFFER_FORMAT, OFF_POLICY
 from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.json_types import JSONValue
 from prefrl.data.trajectories import load_npz_checked
 from prefrl.rewards.io import load_reward_net
 from prefrl.storage.checkpoint import CheckpointDir, load_tensor_state, read_json
@@ -34,7 +36,7 @@ QUERY_SLACK = 10
 not by more than this factor."""
 
 
-def read_run_config(run: Path) -> Any:
+def read_run_config(run: Path) -> JSONValue:
     """The ``config.json`` of the run ``--resume run`` names, or one line saying what ``run`` is
     instead: nothing, a file, or a folder that is not a run.
 
@@ -57,7 +59,7 @@ def read_run_config(run: Path) -> Any:
 
 
 def _count(
-    path: Path, state: dict[str, Any], field: str, limit: int = MAX_COUNT, optional: bool = False
+    path: Path, state: Mapping[str, object], field: str, limit: int = MAX_COUNT, optional: bool = False
 ) -> None:
     if field not in state and optional:
         return
@@ -68,7 +70,7 @@ def _count(
         raise ValueError(f"{path}: field {field!r} must be an integer in [0, {limit}], got {value!r}")
 
 
-def check_state(path: Path, state: dict[str, Any], max_queries: int = MAX_COUNT) -> None:
+def check_state(path: Path, state: Mapping[str, object], max_queries: int = MAX_COUNT) -> None:
     """The fields of a checkpoint's ``state.json`` that a resume uses."""
     for field in ("iteration", "env_steps"):
         _count(path, state, field)
@@ -156,7 +158,8 @@ def check_metrics(path: Path) -> None:
 def check_resume(run: Path) -> None:
     """Read every file a resume of ``run`` reads; one ``ValueError`` naming the file and field."""
     conf = read_run_config(run)
-    total = conf.get("loop", {}).get("total_labels") if isinstance(conf, dict) else None
+    loop = conf.get("loop") if isinstance(conf, dict) else None
+    total = loop.get("total_labels") if isinstance(loop, dict) else None
     ckpt = CheckpointDir(run)
     prefs = run / "preferences.npz"
     n_labels = len(PreferenceDataset.load(prefs)) if prefs.exists() else 0

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
+from prefrl.agents.protocols import Agent
 from prefrl.agents.sb3 import make_env
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import true_pair_accuracy
@@ -42,18 +42,24 @@ def prepare_run_dir(cfg: TrainConfig) -> Path:
     return run
 
 
-def log_agent(agent: Any, run_dir: Path) -> None:
+def log_agent(agent: Agent | None, run_dir: Path) -> None:
     """Send SB3's own metrics (``rollout/ep_rew_mean``, ``train/actor_loss``, ...) to TensorBoard,
     in ``RUN/tb/agent`` beside prefrl's metrics (``tensorboard --logdir RUN/tb`` shows both)."""
-    if agent is None:
-        return
+    from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.logger import configure
+
+    if not isinstance(agent, BaseAlgorithm):  # no agent (offline), or one without SB3's logger
+        return
 
     agent.set_logger(configure(str(run_dir / "tb" / "agent"), ["tensorboard"]))
 
 
 def reward_accuracy(
-    cfg: TrainConfig, net: RewardNet, agent: Any, n_pairs: int = 500, fragment_length: int | None = None
+    cfg: TrainConfig,
+    net: RewardNet,
+    agent: Agent | None,
+    n_pairs: int = 500,
+    fragment_length: int | None = None,
 ) -> float | None:
     """Accuracy of the learned reward on fresh oracle-labelled pairs of policy + random clips
     (``fragment_length`` transitions each: the loop's clips, by default the config's).
