@@ -11,7 +11,8 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
-from prefrl.run.train import RunReport, format_report
+from prefrl.run.report import RunReport
+from prefrl.run.train import format_report
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import SyntheticTeacher
 from prefrl.teachers.synthetic import TeacherConfig

@@ -19,7 +19,8 @@ from prefrl.cli.help_order import print_help, wants_help
 from prefrl.envs.config import EnvConfig
 from prefrl.rewards.config import RewardNetConfig
 from prefrl.run.config import TrainConfig, config_to_dict, parse_args
-from prefrl.run.train import RunReport, build_run, format_report, train
+from prefrl.run.report import RunReport
+from prefrl.run.train import build_run, format_report, train
 from prefrl.threads import set_threads
 
 __all__ = [

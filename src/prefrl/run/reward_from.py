@@ -22,9 +22,9 @@ from prefrl.agents.saved_reward import check_spaces, load_learned_reward, reward
 from prefrl.agents.sb3 import make_agent, make_vec_env
 from prefrl.rewards.io import save_reward_net
 from prefrl.run.config import TrainConfig
+from prefrl.run.report import RunReport
 from prefrl.run.resolve import resolve_run
 from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
-from prefrl.run.train import RunReport
 from prefrl.storage.checkpoint import write_json
 
 

@@ -274,6 +274,7 @@ def _run_cell(
     from prefrl.agents.evaluate import evaluation_mode, train_on_true_reward
     from prefrl.agents.sb3 import AgentConfig
     from prefrl.run.config import parse_args
+    from prefrl.run.sweep_report import resolved_reward
     from prefrl.run.train import train
 
     c = Cell.of(cell)
@@ -331,36 +332,6 @@ def reference_env_kwargs(options: Options) -> dict[str, object]:
 
 
 # ------------------------------------------------------------------------ the driver
-def resolved_reward(run: Path) -> dict[str, object]:
-    """What a learned run's reward read and output, as its config.json resolved the ``auto``
-    settings (``reward_next_obs``, ``reward_output``), how it chose its queries
-    (``query_selection``: ``uniform`` or the disagreement measure, and ``selection_from``: the
-    labels before disagreement took over), and how broad its first reward was
-    (``initial_steps_per_label``, ``l2_init``), so a per-seed result names
-    them without its run directory; empty where config.json lacks them."""
-    try:
-        cfg = json.loads((run / "config.json").read_text())
-        reward = cfg["reward"]
-    except (OSError, ValueError, KeyError):
-        return {}
-    out: dict[str, object] = {}
-    loop = cfg.get("loop") or {}
-    if "active_selection" in loop:
-        out["query_selection"] = loop.get("uncertainty_measure") if loop["active_selection"] else "uniform"
-        if loop["active_selection"]:
-            out["selection_from"] = int(loop.get("active_selection_from", 0))
-            out["selection_share"] = float(loop.get("active_selection_share", 1.0))
-    if loop.get("initial_steps_per_label") is not None:  # auto resolved (a broad first reward)
-        out["initial_steps_per_label"] = int(loop["initial_steps_per_label"])
-    if (cfg.get("trainer") or {}).get("l2_init") is not None:
-        out["l2_init"] = float(cfg["trainer"]["l2_init"])
-    if reward.get("use_next_obs") is not None:
-        out["reward_next_obs"] = bool(reward["use_next_obs"])
-    if reward.get("output") not in (None, "auto"):
-        out["reward_output"] = reward["output"]
-    return out
-
-
 def _check_out(out: Path, sc: SweepConfig, options: Options) -> None:
     """Record the sweep's options in ``out/sweep.json``; refuse a different sweep there."""
     spec = {"format": SWEEP_FORMAT, "options": options, "steps": sc.steps, "eval_episodes": sc.eval_episodes}

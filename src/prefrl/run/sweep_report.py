@@ -93,6 +93,36 @@ def random_return(out: Path, env_id: str, episodes: int) -> float:
     return ret
 
 
+def resolved_reward(run: Path) -> dict[str, object]:
+    """What a learned run's reward read and output, as its config.json resolved the ``auto``
+    settings (``reward_next_obs``, ``reward_output``), how it chose its queries
+    (``query_selection``: ``uniform`` or the disagreement measure, and ``selection_from``: the
+    labels before disagreement took over), and how broad its first reward was
+    (``initial_steps_per_label``, ``l2_init``), so a per-seed result names
+    them without its run directory; empty where config.json lacks them."""
+    try:
+        cfg = json.loads((run / "config.json").read_text())
+        reward = cfg["reward"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    out: dict[str, object] = {}
+    loop = cfg.get("loop") or {}
+    if "active_selection" in loop:
+        out["query_selection"] = loop.get("uncertainty_measure") if loop["active_selection"] else "uniform"
+        if loop["active_selection"]:
+            out["selection_from"] = int(loop.get("active_selection_from", 0))
+            out["selection_share"] = float(loop.get("active_selection_share", 1.0))
+    if loop.get("initial_steps_per_label") is not None:  # auto resolved (a broad first reward)
+        out["initial_steps_per_label"] = int(loop["initial_steps_per_label"])
+    if (cfg.get("trainer") or {}).get("l2_init") is not None:
+        out["l2_init"] = float(cfg["trainer"]["l2_init"])
+    if reward.get("use_next_obs") is not None:
+        out["reward_next_obs"] = bool(reward["use_next_obs"])
+    if reward.get("output") not in (None, "auto"):
+        out["reward_output"] = reward["output"]
+    return out
+
+
 def collect(out: Path, learned: Sequence[GridCell], oracle: Sequence[GridCell], episodes: int) -> list[Row]:
     """One record per finished learned cell, scored against the finished reference runs."""
 

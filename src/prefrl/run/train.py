@@ -11,7 +11,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
 
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -28,6 +27,7 @@ from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.run.config import IGNORED_ON_RESUME, TrainConfig, config_to_dict
 from prefrl.run.metrics_log import MetricsLogger
+from prefrl.run.report import RunReport
 from prefrl.run.resolve import EnvProbe, resolve_run
 from prefrl.run.resume_check import check_resume
 from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
@@ -38,38 +38,6 @@ from prefrl.training.callbacks import LoopCallback, ProgressBar
 from prefrl.training.config import TIE_HINT, TIE_WARN, tie_fraction
 from prefrl.training.evaluations import CorrelationWatch, PeriodicEvaluation, last_mean
 from prefrl.training.loop import PreferenceLoop
-
-
-class RunReport(TypedDict, total=False):
-    """What a run reports (``RUN/report.json``, and what :func:`train` returns)."""
-
-    run_dir: str
-    env: str
-    teacher: str
-    reward_from: str
-    """``--reward-from``: the run or file whose reward the agent trained on."""
-    labels_used: int
-    queries_asked: int
-    queries: dict[str, int]
-    """With people answering: queries asked, answered, used, expired, open, answers and answers used."""
-    agent: str
-    env_steps: int
-    eval: str
-    """How the policy was evaluated: ``sampled`` or ``deterministic`` actions."""
-    true_return: float
-    true_return_std: float
-    random_return: float
-    evaluations: list[list[float]]
-    """``[env_steps, mean true return]`` of each periodic evaluation (``--eval-interval``)."""
-    eval_last10_mean: float | None
-    reward_accuracy: float | None
-    label_tie_fraction: float | None
-    fresh_agent_true_return: float
-    train_wall_s: float
-    train_cpu_s: float
-    wall_s: float
-    resumed: bool
-    files: dict[str, str]
 
 
 # ------------------------------------------------------------------------ wiring
