@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -44,17 +44,18 @@ class RewardTap(gym.Wrapper):
 
     def __init__(self, env: gym.Env, out: str) -> None:
         super().__init__(env)
-        self.out, self.rows, self._obs = out, [], None
+        self.out, self._obs = out, None
+        self.rows: list[tuple[Any, ...]] = []
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         self._obs, info = self.env.reset(**kwargs)
         return self._obs, info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, rew, term, trunc, info = self.env.step(action)
         self.rows.append((self._obs, np.asarray(action), obs, rew, info["true_reward"]))
         self._obs = obs
         if term or trunc:
-            cols = [np.stack([r[i] for r in self.rows]) for i in range(5)]
-            np.savez(self.out, **dict(zip(["obs", "acts", "next_obs", "rews", "true_rews"], cols)))
+            obs_, acts, next_obs, rews, true_rews = (np.stack([r[i] for r in self.rows]) for i in range(5))
+            np.savez(self.out, obs=obs_, acts=acts, next_obs=next_obs, rews=rews, true_rews=true_rews)
         return obs, rew, term, trunc, info

@@ -7,8 +7,9 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3 import DQN, PPO, SAC
 
-from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.sb3 import (
     AgentConfig,
     buffer_transitions,
@@ -19,6 +20,7 @@ from prefrl.agents.sb3 import (
     resolve_algo,
 )
 from prefrl.rewards import MLPReward
+from tests.narrow import replay_buffer
 
 
 def test_auto_agent_follows_the_action_space() -> None:
@@ -40,13 +42,13 @@ def test_dqn_replay_buffer_is_relabelled_with_integer_actions() -> None:
     agent = make_agent(AgentConfig(algo="dqn", net_arch=[16], batch_size=32), venv, learning_starts=100)
     assert isinstance(agent, DQN)
     agent.learn(300)
-    m = agent.replay_buffer.pos * 2  # two envs per row
-    obs, acts, nxt, done = buffer_transitions(agent, slice(0, agent.replay_buffer.pos))
+    m = replay_buffer(agent).pos * 2  # two envs per row
+    obs, acts, nxt, done = buffer_transitions(agent, slice(0, replay_buffer(agent).pos))
     assert m >= 300 and acts.shape == (m,) and acts.dtype == np.int64 and set(np.unique(acts)) <= {0, 1}
     assert obs.shape == nxt.shape == (m, 4) and done.any()  # CartPole episodes fell
     seen = []
 
-    def reward_fn(o, a, n, d):  # type: ignore[no-untyped-def]
+    def reward_fn(o, a, n, d):
         seen.append(a)
         return net.predict(o, a, n, d)[0]
 
@@ -71,7 +73,7 @@ def test_multidiscrete_actions_are_one_hot_in_the_reward_net() -> None:
     assert len(set(np.round(r, 6).tolist())) == 4  # each action combination is its own input
 
 
-def test_cartpole_trains_from_the_command_line_with_no_flags(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cartpole_trains_from_the_command_line_with_no_flags(tmp_path) -> None:
     from prefrl.cli.train import main
 
     run = tmp_path / "cp"
@@ -95,7 +97,7 @@ def test_cartpole_trains_from_the_command_line_with_no_flags(tmp_path) -> None: 
 
 
 @pytest.mark.slow  # about 40 s on 2 cores
-def test_cartpole_is_learned_from_50_labels(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cartpole_is_learned_from_50_labels(tmp_path) -> None:
     """Terminations carry the signal: PPO on the learned reward keeps the pole up."""
     from prefrl.cli.train import main
 

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 import prefrl  # noqa: F401  (registers prefrl/MovingDot-v0)
 from prefrl.agents.evaluate import evaluate_returns, evaluation_mode, samples_actions
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
 
 
-class DictImageEnv(gym.Env):  # type: ignore[type-arg]
+class DictImageEnv(gym.Env):
     """A Dict observation holding an image and a vector; ``Discrete`` or ``Box`` actions."""
 
     def __init__(self, discrete: bool = True) -> None:
@@ -81,7 +82,8 @@ def test_sampled_evaluation_is_reproducible_and_leaves_torch_rng_alone() -> None
 def test_on_policy_agents_on_a_learned_reward_over_discrete_images_get_an_entropy_bonus(
     env_id: str, kwargs: dict, algo: str, agent_cfg: dict, learned: bool, want: float
 ) -> None:
-    from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+    from prefrl.agents.learned_reward import LearnedRewardVecEnv
+    from prefrl.agents.reward_signal import LearnedReward
     from prefrl.rewards import CNNReward, MLPReward
     from prefrl.rewards.spaces import is_image_space
 
@@ -92,4 +94,4 @@ def test_on_policy_agents_on_a_learned_reward_over_discrete_images_get_an_entrop
                if is_image_space(obs) else MLPReward(obs, act))  # fmt: skip
         venv = LearnedRewardVecEnv(venv, LearnedReward(net))
     agent = make_agent(AgentConfig(algo=algo, n_steps=32, batch_size=32, **agent_cfg), venv)
-    assert agent.ent_coef == pytest.approx(want)
+    assert isinstance(agent, OnPolicyAlgorithm) and agent.ent_coef == pytest.approx(want)

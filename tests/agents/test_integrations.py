@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from tests.agents.reward_runs import STATS, expected, make_run
+from tests.narrow import replay_buffer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,9 +28,10 @@ def test_cleanrl_style_loop_trains_on_the_learned_reward(tmp_path: Path) -> None
     spec = importlib.util.spec_from_file_location(
         "cleanrl_example", ROOT / "examples/cleanrl_learned_reward.py"
     )
-    example = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
     sys.modules["cleanrl_example"] = example  # its dataclass looks its module up
-    spec.loader.exec_module(example)  # type: ignore[union-attr]
+    spec.loader.exec_module(example)
     args = example.Args(run=str(run), total_timesteps=2048, num_envs=2, num_steps=512, update_epochs=2)
     last = example.train(args)  # 2 iterations of 1024 steps; the last rollout crosses an episode end
     real = last["true_rewards"] != 0.0  # Gymnasium's reset-only steps (autoreset) pay 0
@@ -50,7 +52,7 @@ def test_sbx_agent_trains_on_the_learned_reward(tmp_path: Path) -> None:
         "MlpPolicy", venv, learning_starts=500, train_freq=4, seed=0, policy_kwargs={"net_arch": [32]}
     )
     agent.learn(1500)
-    buf = agent.replay_buffer  # what the agent learned from: (obs, action, next obs, reward) rows
+    buf = replay_buffer(agent)  # what the agent learned from: (obs, action, next obs, reward) rows
     n = buf.pos
     assert n == 1500
     acts = agent.policy.unscale_action(buf.actions[:n, 0])  # the buffer keeps actions scaled to [-1, 1]

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv, LearnedRewardWrapper
+from prefrl.agents.learned_reward import LearnedRewardVecEnv, LearnedRewardWrapper
+from prefrl.agents.reward_signal import LearnedReward
 from prefrl.rewards import MLPReward
 from prefrl.rewards.normalization import RewardNormalizer
+from tests.narrow import array
 
 
 class CountingReward(LearnedReward):
@@ -17,7 +19,7 @@ class CountingReward(LearnedReward):
 
     calls = 0
 
-    def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __call__(self, *args, **kwargs):
         self.calls += 1
         return super().__call__(*args, **kwargs)
 
@@ -45,14 +47,14 @@ def test_vec_wrapper_one_batched_call_per_step_and_true_reward_in_info() -> None
         assert reward.calls == t + 1
         np.testing.assert_allclose([i["true_reward"] for i in infos], true_rews, rtol=1e-6)
         nxt = np.stack([i["terminal_observation"] if d else o for i, d, o in zip(infos, dones, obs_w)])
-        expect, _ = reward.net.predict(prev, acts, nxt)
+        expect, _ = reward.net.predict(array(prev), acts, nxt)
         np.testing.assert_allclose(rews, expect, rtol=1e-5, atol=1e-6)
         assert not np.allclose(rews, true_rews)
 
 
 def test_normalised_rewards_have_unit_scale() -> None:
-    venv = DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 2)
-    venv = LearnedRewardVecEnv(venv, LearnedReward(_net(venv)))
+    inner = DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 2)
+    venv = LearnedRewardVecEnv(inner, LearnedReward(_net(inner)))
     venv.reset()
     out = [venv.step(np.random.default_rng(t).uniform(-2, 2, (2, 1)))[1] for t in range(400)]
     rews = np.concatenate(out[100:])
@@ -70,7 +72,7 @@ def test_gym_wrapper_matches_net_and_keeps_true_reward() -> None:
         act = env.action_space.sample()
         nxt, rew, _, _, info = env.step(act)
         _, true_rew, _, _, _ = ref.step(act)
-        expect, _ = env.reward.net.predict(obs[None], act[None], nxt[None])
+        expect, _ = env.reward.net.predict(array(obs)[None], act[None], array(nxt)[None])
         assert rew == pytest.approx(float(expect[0]), rel=1e-5)
         assert info["true_reward"] == pytest.approx(true_rew)
         obs = nxt

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from stable_baselines3.dqn.policies import DQNPolicy
 
 import prefrl  # noqa: F401  (registers prefrl/MovingDot-v0)
 from prefrl.agents.evaluate import evaluate_returns
@@ -20,6 +21,7 @@ from prefrl.agents.policies import SpatialSoftmaxCNN, check_cnn, resolve_cnn
 from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
 from prefrl.rewards.layers import standardize_maps
+from tests.narrow import array
 
 
 def image(shape: tuple[int, ...]) -> spaces.Box:
@@ -102,7 +104,7 @@ def test_ppo_on_the_moving_dot_trains_the_keypoint_extractor() -> None:
     assert all(not torch.equal(v, before[k]) for k, v in ext.named_parameters())
     nature = make_agent(AgentConfig(algo="ppo", n_steps=128, batch_size=64, cnn="nature"), venv, seed=0)
     assert not isinstance(nature.policy.features_extractor, SpatialSoftmaxCNN)
-    obs = venv.reset()
+    obs = array(venv.reset())
     assert gym.spaces.Discrete(5).contains(int(agent.predict(obs, deterministic=True)[0][0]))
 
 
@@ -131,7 +133,9 @@ def test_vector_observations_keep_the_plain_mlp_policy() -> None:
 def test_other_pixel_agents_get_the_keypoint_extractor(algo: str) -> None:
     venv = make_vec_env("prefrl/MovingDot-v0", 1)
     agent = make_agent(AgentConfig(algo=algo, n_steps=16, buffer_size=100), venv, seed=0)
-    nets = [agent.policy.q_net, agent.policy.q_net_target] if algo == "dqn" else [agent.policy]
+    policy = agent.policy
+    assert isinstance(policy, DQNPolicy) == (algo == "dqn")
+    nets = [policy.q_net, policy.q_net_target] if isinstance(policy, DQNPolicy) else [policy]
     assert all(isinstance(n.features_extractor, SpatialSoftmaxCNN) for n in nets)
 
 
@@ -141,7 +145,7 @@ def test_saved_keypoint_policy_loads_and_acts_the_same(tmp_path: Path) -> None:
     save_agent(agent, tmp_path / "policy.zip")
     loaded = load_agent("ppo", tmp_path / "policy.zip", venv)
     assert isinstance(loaded.policy.features_extractor, SpatialSoftmaxCNN)
-    obs = np.stack([venv.reset() for _ in range(4)])[:, 0]  # [4, H, W, C]
+    obs = np.stack([array(venv.reset()) for _ in range(4)])[:, 0]  # [4, H, W, C]
     np.testing.assert_array_equal(
         agent.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0]
     )

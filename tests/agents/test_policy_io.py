@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from stable_baselines3 import SAC
 
 from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
@@ -28,7 +30,7 @@ class _Payload:
     def __init__(self, marker: Path) -> None:
         self.marker = marker
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self):
         return (open, (str(self.marker), "w"))
 
 
@@ -92,14 +94,16 @@ def test_poisoned_zip_runs_nothing_in_the_benchmarks(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     policy = plant(tmp_path / "policy.zip", marker)
     spec = importlib.util.spec_from_file_location("first_reward", ROOT / "benchmarks/first_reward.py")
-    fr = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(fr)  # type: ignore[union-attr]
+    assert spec is not None and spec.loader is not None
+    fr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fr)
     with pytest.raises(SystemExit) as e:
         fr.main(["--env", "Pendulum-v1", "--policy", str(policy)])
     one_line_error(str(e.value), policy)
     spec = importlib.util.spec_from_file_location("label_efficiency", ROOT / "benchmarks/label_efficiency.py")
-    le = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(le)  # type: ignore[union-attr]
+    assert spec is not None and spec.loader is not None
+    le = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(le)
     out = tmp_path / "bench"
     plant(out / "learned-seed0" / "policy.zip", marker)
     (out / "seed0-learned.json").write_text(json.dumps({"return": 1.0, "eval": "sampled"}))
@@ -122,8 +126,9 @@ def test_saved_policy_round_trips_weights_optimisers_and_counters(tmp_path: Path
         agent.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0]
     )
     assert (loaded.num_timesteps, loaded._n_updates) == (agent.num_timesteps, agent._n_updates) != (0, 0)
-    opt = agent.policy.optimizer if algo == "ppo" else agent.actor.optimizer
-    new = loaded.policy.optimizer if algo == "ppo" else loaded.actor.optimizer
+    assert isinstance(agent, SAC) == isinstance(loaded, SAC) == (algo == "sac")
+    opt = agent.actor.optimizer if isinstance(agent, SAC) else agent.policy.optimizer
+    new = loaded.actor.optimizer if isinstance(loaded, SAC) else loaded.policy.optimizer
     for i, st in opt.state_dict()["state"].items():
         np.testing.assert_array_equal(new.state_dict()["state"][i]["exp_avg"].numpy(), st["exp_avg"].numpy())
     with pytest.raises(ValueError, match=r"a sb3 \w+ policy, not sb3 td3"):
@@ -273,4 +278,6 @@ def test_crafted_state_paths_and_sizes_get_one_line(good_policies: dict[str, Pat
         load_agent("sac", policy, make_vec_env("Pendulum-v1"))
     assert "\n" not in str(e.value)
     untouched = load_agent("auto", good_policies["sac"], make_vec_env("Pendulum-v1"))  # the checks pass it
-    assert untouched.policy.actor.latent_pi[0].out_features == 8
+    assert isinstance(untouched, SAC)
+    layer = untouched.actor.latent_pi[0]
+    assert isinstance(layer, torch.nn.Linear) and layer.out_features == 8

@@ -8,13 +8,14 @@ import pytest
 
 from prefrl.agents.replay import HybridReplayBuffer
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
+from tests.narrow import replay_buffer
 
 OBS = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
 ACT = gym.spaces.Box(-1, 1, (1,), np.float32)
 
 
-def _filled(n: int, size: int, **kw: float) -> HybridReplayBuffer:
-    buf = HybridReplayBuffer(size, OBS, ACT, device="cpu", **kw)  # type: ignore[arg-type]
+def _filled(n: int, size: int, recent_frac: float = 0.5, recent_size: int = 10_000) -> HybridReplayBuffer:
+    buf = HybridReplayBuffer(size, OBS, ACT, device="cpu", recent_frac=recent_frac, recent_size=recent_size)
     for t in range(n):
         o = np.array([[t]], dtype=np.float32)
         buf.add(o, o + 1, np.zeros((1, 1), np.float32), np.zeros(1, np.float32), np.zeros(1), [{}])
@@ -47,8 +48,9 @@ def test_agent_config_switches_the_buffer() -> None:
     agent = make_agent(
         AgentConfig(algo="sac", net_arch=[8], hybrid_replay=0.25, hybrid_replay_window=500), venv
     )
-    assert isinstance(agent.replay_buffer, HybridReplayBuffer)
-    assert agent.replay_buffer.recent_frac == 0.25 and agent.replay_buffer.recent_size == 500
+    buf = replay_buffer(agent)
+    assert isinstance(buf, HybridReplayBuffer)
+    assert buf.recent_frac == 0.25 and buf.recent_size == 500
     agent.learn(300)  # trains with it
     plain = make_agent(AgentConfig(algo="sac", net_arch=[8]), venv)
-    assert type(plain.replay_buffer).__name__ == "ReplayBuffer"
+    assert type(replay_buffer(plain)).__name__ == "ReplayBuffer"

@@ -30,6 +30,7 @@ from prefrl.rewards.shaped import ShapedReward
 from prefrl.storage.checkpoint import CheckpointDir
 from prefrl.threads import ENV_VARS
 from tests.agents.reward_runs import STATS, expected, make_run
+from tests.narrow import array
 
 
 def test_module_examples_run() -> None:
@@ -49,7 +50,7 @@ def test_wrapper_from_run_gives_the_saved_reward_normalised_and_keeps_the_true_o
         nxt, rew, _, _, info = env.step(act)
         _, true_rew, _, _, _ = twin.step(act)
         assert info["true_reward"] == pytest.approx(true_rew)
-        rows.append((obs, act, nxt, rew))
+        rows.append((array(obs), act, array(nxt), rew))
         obs = nxt
     o, a, n, r = (np.stack([row[i] for row in rows]) for i in range(4))
     np.testing.assert_allclose(r, expected(run, o, a, n, STATS), rtol=1e-4, atol=1e-4)
@@ -103,21 +104,22 @@ def test_vector_wrapper_rewards_every_transition_and_nothing_on_reset_steps(
     venv = gym.make_vec("Pendulum-v1", num_envs=2, vector_kwargs={"autoreset_mode": mode},
                         max_episode_steps=7)  # fmt: skip
     envs = LearnedRewardVectorWrapper.from_run(venv, run)
-    obs, _ = envs.reset(seed=0)
+    obs = array(envs.reset(seed=0)[0])
     resets, checked = 0, 0
     restarting = np.zeros(2, bool)
     for _ in range(20):
         acts = envs.action_space.sample()
-        nxt, rews, term, trunc, info = envs.step(acts)
-        assert rews.shape == (2,) and info["true_reward"].shape == (2,)
+        step_obs, rews, term, trunc, info = envs.step(acts)
+        nxt, true_rews = array(step_obs), array(info["true_reward"])
+        assert rews.shape == (2,) and true_rews.shape == (2,)
         last = nxt.copy()
-        if mode == "SameStep" and info.get("_final_obs", np.zeros(2, bool)).any():
-            for i in np.flatnonzero(info["_final_obs"]):
-                last[i] = info["final_obs"][i]
+        if mode == "SameStep" and array(info.get("_final_obs", np.zeros(2, bool))).any():
+            for j in np.flatnonzero(array(info["_final_obs"])):
+                last[j] = array(info["final_obs"])[j]
         want = expected(run, obs, acts, last, STATS)
         for i in range(2):
             if restarting[i]:
-                assert rews[i] == 0.0 and info["true_reward"][i] == 0.0
+                assert rews[i] == 0.0 and true_rews[i] == 0.0
                 resets += 1
             else:
                 assert rews[i] == pytest.approx(want[i], abs=1e-4)
@@ -166,6 +168,7 @@ def test_wrappers_infer_on_one_thread_and_leave_the_process_its_own(
     vector = LearnedRewardVectorWrapper.from_run(gym.make_vec("Pendulum-v1", num_envs=2), run)
     sb3 = LearnedRewardVecEnv.from_run(DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 2), run)
     zoo = learned_reward.zoo_wrapper(gym.make("Pendulum-v1"), str(run), threads=None)
+    assert isinstance(zoo, LearnedRewardWrapper)
     for env in (single, zoo):
         seen = threads_seen(env.reward)
         env.reset(seed=0)

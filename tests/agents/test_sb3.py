@@ -16,37 +16,39 @@ from prefrl.agents.sb3 import (
     save_replay_buffer,
     write_buffer_rewards,
 )
+from tests.narrow import replay_buffer
 
 
 def _sac(steps: int = 300) -> tuple[SAC, TrajectoryRecorder]:
     rec = TrajectoryRecorder(make_vec_env("Pendulum-v1", 2, seed=0))
     agent = make_agent(AgentConfig(algo="sac", net_arch=[16, 16], batch_size=32), rec, learning_starts=steps)
     agent.learn(steps)
-    return agent, rec  # type: ignore[return-value]
+    assert isinstance(agent, SAC)
+    return agent, rec
 
 
 def test_recorder_keeps_true_returns_and_actions() -> None:
     agent, rec = _sac(400)
     batch = rec.pop_episodes()
     assert batch is not None and len(batch) == 2 and set(batch.lengths) == {200}
-    buffer_returns = agent.replay_buffer.rewards[:200].sum(0)  # [n_envs]: true rewards here
+    buffer_returns = replay_buffer(agent).rewards[:200].sum(0)  # [n_envs]: true rewards here
     np.testing.assert_allclose(np.sort(batch.episode_returns()), np.sort(buffer_returns), rtol=1e-4)
     assert np.abs(batch.acts).max() > 1.0  # unscaled env actions in [-2, 2]
 
 
 def test_relabel_replaces_every_reward_with_env_scale_actions() -> None:
     agent, rec = _sac(300)
-    before = agent.replay_buffer.rewards[:150].copy()
+    before = replay_buffer(agent).rewards[:150].copy()
     seen = []
 
-    def reward_fn(obs, acts, next_obs, dones):  # type: ignore[no-untyped-def]
+    def reward_fn(obs, acts, next_obs, dones):
         seen.append(acts)
         return acts[:, 0] * 10.0
 
     new = relabel_replay_buffer(agent, reward_fn, batch=64)
     write_buffer_rewards(agent, new)
     assert new.shape == (300,)
-    assert not np.allclose(agent.replay_buffer.rewards[:150], before)
+    assert not np.allclose(replay_buffer(agent).rewards[:150], before)
     acts = np.concatenate(seen)
     assert np.abs(acts).max() > 1.0  # mapped back from the buffer's [-1, 1] scale
     # the reward written for each buffer row is a function of the executed action
@@ -54,21 +56,21 @@ def test_relabel_replaces_every_reward_with_env_scale_actions() -> None:
     assert batch is not None
     executed = np.sort(batch.acts[batch.step_rows, 0])
     np.testing.assert_allclose(np.sort(acts[:, 0]), executed, atol=1e-5)
-    np.testing.assert_allclose(agent.replay_buffer.rewards[:150].ravel(), new, rtol=1e-6)
+    np.testing.assert_allclose(replay_buffer(agent).rewards[:150].ravel(), new, rtol=1e-6)
 
 
-def test_replay_buffer_npz_roundtrip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_replay_buffer_npz_roundtrip(tmp_path) -> None:
     agent, _ = _sac(200)
-    path = save_replay_buffer(agent.replay_buffer, tmp_path / "buf.npz")
+    path = save_replay_buffer(replay_buffer(agent), tmp_path / "buf.npz")
     other, _ = _sac(50)
-    load_replay_buffer(other.replay_buffer, path)
-    assert other.replay_buffer.pos == agent.replay_buffer.pos
+    load_replay_buffer(replay_buffer(other), path)
+    assert replay_buffer(other).pos == replay_buffer(agent).pos
     np.testing.assert_array_equal(
-        other.replay_buffer.observations[:100], agent.replay_buffer.observations[:100]
+        replay_buffer(other).observations[:100], replay_buffer(agent).observations[:100]
     )
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match=r"bad\.npz"):
-        load_replay_buffer(other.replay_buffer, tmp_path / "bad.npz")
+        load_replay_buffer(replay_buffer(other), tmp_path / "bad.npz")
 
 
 def test_sac_on_discrete_actions_is_a_clear_error() -> None:

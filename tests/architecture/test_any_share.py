@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "prefrl"
 MAX_SHARE = 0.20
 
 
-def annotations(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+def signature_annotations(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
     """Every annotation of ``fn``'s signature: its parameters' (all kinds) and its return's."""
     a = fn.args
     params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p is not None)]
@@ -33,7 +33,7 @@ def count_any(source: str) -> tuple[int, int]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             total += 1
-            with_any += any("Any" in ast.unparse(ann) for ann in annotations(node))
+            with_any += any("Any" in ast.unparse(ann) for ann in signature_annotations(node))
     return with_any, total
 
 

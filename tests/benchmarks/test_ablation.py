@@ -11,14 +11,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _module(name: str):  # type: ignore[no-untyped-def]
+def _module(name: str):
     spec = importlib.util.spec_from_file_location(name, ROOT / f"benchmarks/{name}.py")
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def _result(tmp: Path, name: str, method: str | None, opts: dict, scores: list[float], **kw) -> None:  # type: ignore[no-untyped-def]
+def _result(tmp: Path, name: str, method: str | None, opts: dict, scores: list[float], **kw) -> None:
     d = tmp / name
     d.mkdir()
     res = {
@@ -91,7 +92,7 @@ def test_query_selection_is_read_from_what_the_runs_recorded_or_the_default_of_t
     assert sm.options({"loop_options": {}, "eval": "deterministic"}) == ""
 
 
-def test_two_results_for_one_cell_keep_the_one_with_more_seeds(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_two_results_for_one_cell_keep_the_one_with_more_seeds(tmp_path: Path, capsys) -> None:
     ab, le = _module("ablation"), _module("label_efficiency")
     _result(tmp_path, "three", "baseline", {}, [0.2, 0.5, 0.4])
     _result(tmp_path, "two", "baseline", {"active_selection": False}, [0.9, 0.8], query_selection="uniform")

@@ -11,14 +11,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _module():  # type: ignore[no-untyped-def]
+def _module():
     spec = importlib.util.spec_from_file_location("first_reward", ROOT / "benchmarks/first_reward.py")
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def test_probe_learns_from_the_first_labels_and_refuses_a_foreign_file(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_probe_learns_from_the_first_labels_and_refuses_a_foreign_file(tmp_path: Path, capsys) -> None:
     fr = _module()
     from prefrl.agents.policy_io import save_agent
     from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env
@@ -38,30 +39,32 @@ def test_probe_learns_from_the_first_labels_and_refuses_a_foreign_file(tmp_path:
         fr.main([*args[:2], "--policy", str(tmp_path / "junk.zip")])
 
 
-def _agents_module():  # type: ignore[no-untyped-def]
+def _agents_module():
     spec = importlib.util.spec_from_file_location(
         "first_reward_agents", ROOT / "benchmarks/first_reward_agents.py"
     )
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def test_agent_clip_probe_scores_buffer_clips_and_names_bad_files(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_agent_clip_probe_scores_buffer_clips_and_names_bad_files(tmp_path: Path, capsys) -> None:
     import gymnasium as gym
     import numpy as np
 
     fa = _agents_module()
     env = gym.make("HalfCheetah-v5")
     obs, _ = env.reset(seed=0)
-    rows = {"observations": [], "actions": [], "next_observations": []}
+    rows: dict[str, list[np.ndarray]] = {"observations": [], "actions": [], "next_observations": []}
     for t in range(600):  # a buffer whose behaviour drifts from standing to pushing one way
         act = np.clip(env.action_space.sample() * 0.3 + (0.8 if t > 300 else 0.0), -1, 1)
         nxt, *_ = env.step(act)
         for k, v in zip(rows, (obs, act, nxt), strict=True):
             rows[k].append(np.asarray(v, np.float32)[None])  # [1, d]: SB3's n_envs axis
         obs = nxt
-    np.savez(tmp_path / "replay_buffer.npz", **{k: np.stack(v) for k, v in rows.items()})
+    obs_, acts, next_obs = (np.stack(rows[k]) for k in ("observations", "actions", "next_observations"))
+    np.savez(tmp_path / "replay_buffer.npz", observations=obs_, actions=acts, next_observations=next_obs)
     args = [str(tmp_path / "replay_buffer.npz"), "--draws", "2", "--labels", "10", "--initial-steps", "400",
             "--fragment-length", "10", "--trainer", "l2_init=0.01"]  # fmt: skip
     assert fa.main(args) == 0

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from prefrl.run.train import TrainConfig
+from prefrl.run.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module():
     spec = importlib.util.spec_from_file_location("label_efficiency", ROOT / "benchmarks/label_efficiency.py")
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -113,7 +114,7 @@ def test_true_reward_run_gets_the_learned_runs_environment_options() -> None:
 COMMITTED = ROOT / "benchmarks/results/Pendulum-v1-sac-oracle-10l-15000s"
 
 
-def _last_json(capsys) -> dict:  # type: ignore[no-untyped-def]
+def _last_json(capsys) -> dict:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 

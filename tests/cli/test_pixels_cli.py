@@ -13,9 +13,10 @@ import torch
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecTransposeImage
 
-from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.policies import resolve_policy
 from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env, relabel_replay_buffer
 from prefrl.cli.main import main
 from prefrl.data.fragments import sample_fragments

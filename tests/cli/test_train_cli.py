@@ -8,13 +8,19 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
+import gymnasium as gym
 import pytest
+from stable_baselines3.common.base_class import BaseAlgorithm
 
 from prefrl.cli.main import main
 from prefrl.envs.config import EnvConfig
+from prefrl.rewards.config import RewardNetConfig
+from prefrl.rewards.mlp import MLPReward
 from prefrl.run import config as run_config
 from prefrl.run import train as run
+from tests.narrow import present
 
 
 def test_print_config_with_config_file_and_override(
@@ -236,7 +242,7 @@ def test_ctrl_c_prints_the_resume_command_not_a_traceback(tmp_path: Path) -> Non
         deadline, latest = time.time() + 120, run / "checkpoints" / "LATEST"
         while not latest.exists() and time.time() < deadline and proc.poll() is None:
             time.sleep(0.2)
-        assert latest.exists(), proc.stderr.read() if proc.poll() is not None else ""
+        assert latest.exists(), present(proc.stderr).read() if proc.poll() is not None else ""
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -256,7 +262,7 @@ def test_web_teacher_says_where_to_label(tmp_path: Path, capsys: pytest.CaptureF
     assert f"prefrl label add-user --store {store} NAME" in err
 
 
-def _needs_extra(**_: object) -> None:
+def _needs_extra(**_: Any) -> NoReturn:
     import gymnasium as gym
 
     raise gym.error.DependencyNotInstalled('FooSim is not installed, run `pip install "foosim"`')
@@ -314,7 +320,9 @@ def test_device_auto_is_resolved_recorded_and_followed_by_the_agent(tmp_path: Pa
     want = "cuda" if torch.cuda.is_available() else "cpu"
     conf = json.loads((tmp_path / "r" / "config.json").read_text())
     assert conf["device"] == want and conf["agent"]["device"] == want  # a resume uses the same
-    assert r.loop.net.device.type == want and r.loop.agent.device.type == want
+    agent = r.loop.agent
+    assert isinstance(agent, BaseAlgorithm)  # an SB3 agent
+    assert r.loop.net.device.type == want and agent.device.type == want
     r.logger.close()
 
 
@@ -327,16 +335,17 @@ def test_auto_next_obs_input_is_resolved_and_recorded(tmp_path: Path) -> None:
     assert cfg.reward.use_next_obs is None
     r = run.build_run(cfg)
     assert json.loads((tmp_path / "a" / "config.json").read_text())["reward"]["use_next_obs"] is True
-    assert r.loop.net.use[2] is True
+    assert isinstance(r.loop.net, MLPReward) and r.loop.net.use[2] is True
     r.logger.close()
     cfg = run_config.parse_args(["--run-dir", str(tmp_path / "b"), "--reward.use-next-obs", "False", *base])
     r = run.build_run(cfg)
-    assert r.loop.net.use[2] is False
+    assert isinstance(r.loop.net, MLPReward) and r.loop.net.use[2] is False
     r.logger.close()
-    assert not run_config.RewardNetConfig().build(*_spaces("Pendulum-v1")).use[2]  # unresolved: as before
+    unresolved = RewardNetConfig().build(*_spaces("Pendulum-v1"))
+    assert isinstance(unresolved, MLPReward) and not unresolved.use[2]  # unresolved: as before
 
 
-def _spaces(env_id: str) -> tuple[object, object]:
+def _spaces(env_id: str) -> tuple[gym.spaces.Space[object], gym.spaces.Space[object]]:
     import gymnasium as gym
 
     env = gym.make(env_id)

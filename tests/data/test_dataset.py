@@ -3,6 +3,7 @@ import pytest
 
 from prefrl.data import PreferenceDataset, sample_fragments
 from tests.conftest import make_batch
+from tests.narrow import present
 from tests.storage.helpers import make_fragments
 
 
@@ -21,8 +22,8 @@ def test_add_keeps_content_and_skips_nan():
     rep = ds.add(f, pairs, labels)
     assert (rep.added, rep.skipped) == (19, 1) and len(ds) == 19
     kept = np.delete(pairs, 3, 0)
-    np.testing.assert_array_equal(ds.fragments.arrays(ds.pairs).obs, f.arrays(kept).obs)
-    assert len(ds.fragments.table_acts) <= len(np.unique(f.window(extra=1)))
+    np.testing.assert_array_equal(present(ds.fragments).arrays(ds.pairs).obs, f.arrays(kept).obs)
+    assert len(present(ds.fragments).table_acts) <= len(np.unique(f.window(extra=1)))
 
 
 def test_fifo_bound_evicts_oldest_and_drops_their_frames():
@@ -33,8 +34,8 @@ def test_fifo_bound_evicts_oldest_and_drops_their_frames():
     rep = ds.add(f2, p2, l2)
     assert rep.evicted == 20 and len(ds) == 15
     np.testing.assert_array_equal(ds.pair_ids, np.arange(25, 40))
-    np.testing.assert_array_equal(ds.fragments.arrays(ds.pairs).obs, f2.arrays(p2[5:]).obs)
-    assert len(ds.fragments) == 30
+    np.testing.assert_array_equal(present(ds.fragments).arrays(ds.pairs).obs, f2.arrays(p2[5:]).obs)
+    assert len(present(ds.fragments)) == 30
 
 
 def test_save_load_round_trip_and_errors(tmp_path):
@@ -44,7 +45,9 @@ def test_save_load_round_trip_and_errors(tmp_path):
     ds.add(f, pairs, labels)
     ds2 = PreferenceDataset.load(ds.save(tmp_path / "p.npz"))
     np.testing.assert_array_equal(ds2.labels, ds.labels)
-    np.testing.assert_array_equal(ds2.fragments.arrays(ds2.pairs).acts, ds.fragments.arrays(ds.pairs).acts)
+    np.testing.assert_array_equal(
+        present(ds2.fragments).arrays(ds2.pairs).acts, present(ds.fragments).arrays(ds.pairs).acts
+    )
     assert ds2.max_size == 100 and ds2.next_id == ds.next_id
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"PK\x03\x04garbage")
@@ -86,7 +89,7 @@ def test_validation_split_is_stable_as_data_grows():
     assert 0.1 < m2.mean() < 0.3
 
 
-def test_answer_keys_add_each_answer_once_and_survive_save_and_eviction(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_answer_keys_add_each_answer_once_and_survive_save_and_eviction(tmp_path) -> None:
     frags = make_fragments(6)
     ds = PreferenceDataset(max_size=2)
     pairs = np.array([[0, 1], [2, 3], [4, 5]])

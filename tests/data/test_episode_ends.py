@@ -6,13 +6,15 @@ import pytest
 import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+from prefrl.agents.learned_reward import LearnedRewardVecEnv
+from prefrl.agents.reward_signal import LearnedReward
 from prefrl.data import Fragments, Trajectory, TrajectoryBatch, sample_fragments
 from prefrl.data.fragments import window_counts
 from prefrl.rewards import MLPReward
 from prefrl.rewards.encode import encode_fragments
 from prefrl.rewards.normalization import RewardNormalizer
 from prefrl.teachers import SyntheticTeacher
+from tests.narrow import array, present
 
 
 def episode(rews: list[float], terminated: bool, truncated: bool = False, first: float = 0.0) -> Trajectory:
@@ -40,7 +42,7 @@ def test_a_clip_that_ends_in_a_fall_continues_in_the_absorbing_state() -> None:
     b = TrajectoryBatch.from_trajectories([episode([1, 1, 1], terminated=True)])
     f = clip(b, 0, 1, 5)
     a = f.arrays()
-    np.testing.assert_array_equal(a.rews[0], [1, 1, 0, 0, 0])  # nothing more happens
+    np.testing.assert_array_equal(present(a.rews)[0], [1, 1, 0, 0, 0])  # nothing more happens
     np.testing.assert_array_equal(a.absorbing[0], [False, False, True, True, True])
     np.testing.assert_array_equal(a.obs[0, :, 0], [1, 2, 3, 3, 3])  # the terminal observation, held
     np.testing.assert_array_equal(a.next_obs[0, :, 0], [2, 3, 3, 3, 3])
@@ -84,7 +86,7 @@ def test_short_terminated_episodes_give_clips_of_full_length() -> None:
     left = b.lengths[f.episode] - f.start
     np.testing.assert_array_equal(f.reals, np.minimum(10, left))
     np.testing.assert_array_equal(a.absorbing.sum(1), 10 - f.reals)
-    np.testing.assert_array_equal(a.rews.sum(1), f.reals)
+    np.testing.assert_array_equal(present(a.rews).sum(1), f.reals)
 
 
 def test_weights_favour_episodes_but_keep_windows_uniform_within_one() -> None:
@@ -143,7 +145,7 @@ def test_agent_reward_at_a_terminal_transition_is_measured_from_the_absorbing_st
             break
     assert dones[0] and not infos[0].get("TimeLimit.truncated", False)
     last = infos[0]["terminal_observation"][None]
-    expect = net.predict(prev, np.array([1]), last, np.array([True]))[0][0]
+    expect = net.predict(array(prev), np.array([1]), last, np.array([True]))[0][0]
     assert infos[0]["learned_reward"] == pytest.approx(expect - 0.25, abs=1e-5)
     assert rews[0] == pytest.approx((expect - 0.25) / np.sqrt(4.0 + 1e-8), abs=1e-5)
 

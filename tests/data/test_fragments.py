@@ -3,13 +3,14 @@ import pytest
 
 from prefrl.data import Fragments, Trajectory, TrajectoryBatch, random_pairs, sample_fragments
 from tests.conftest import make_batch
+from tests.narrow import present
 
 
 def test_fragments_hold_the_right_windows_and_provenance():
     b = make_batch([20, 30, 10])
     f, rep = sample_fragments(b, 200, 5, np.random.default_rng(0))
     a = f.arrays()
-    assert a.obs.shape == (200, 5, 3) and a.acts.shape == (200, 5, 1) and a.rews.shape == (200, 5)
+    assert a.obs.shape == (200, 5, 3) and a.acts.shape == (200, 5, 1) and present(a.rews).shape == (200, 5)
     np.testing.assert_array_equal(a.obs[:, :, 0], np.repeat(f.episode[:, None], 5, 1))
     np.testing.assert_array_equal(a.obs[:, :, 1], f.start[:, None] + np.arange(5))
     np.testing.assert_array_equal(a.next_obs[:, :, 1], f.start[:, None] + np.arange(1, 6))

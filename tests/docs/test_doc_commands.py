@@ -54,6 +54,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -759,7 +760,7 @@ def _mlp_reward(path: Path, seed: int) -> None:
 
     from prefrl.agents.sb3 import make_env
     from prefrl.rewards import save_reward_net
-    from prefrl.run.train import TrainConfig
+    from prefrl.run.config import TrainConfig
 
     env = make_env("Pendulum-v1")
     torch.manual_seed(seed)
@@ -771,14 +772,14 @@ def _cnn_reward(path: Path) -> None:
 
     from prefrl.agents.sb3 import make_env
     from prefrl.rewards import save_reward_net
-    from prefrl.run.train import TrainConfig
+    from prefrl.run.config import TrainConfig
 
     env = make_env("prefrl/MovingDot-v0")
     torch.manual_seed(0)
     save_reward_net(TrainConfig().reward.build(env.observation_space, env.action_space), path)
 
 
-def _trajectories(path: Path, env_id: str, **kw: int) -> None:
+def _trajectories(path: Path, env_id: str, **kw: Any) -> None:
     from prefrl.agents.rollout import collect_episodes
     from prefrl.agents.sb3 import make_env
 

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 nbformat = pytest.importorskip("nbformat", reason="pip install -e '.[dev]' (nbformat, nbclient, ipykernel)")
 nbclient = pytest.importorskip("nbclient", reason="pip install -e '.[dev]' (nbformat, nbclient, ipykernel)")
@@ -24,7 +28,7 @@ SHORT = {
 """The short variant of each notebook's ``parameters`` cell."""
 
 
-def parameters_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def parameters_cell(nb: NotebookNode) -> NotebookNode:
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1, "a notebook needs exactly one cell tagged 'parameters' (its budget)"
     return cells[0]

@@ -17,8 +17,9 @@ def test_box2d_task_steps_and_renders_headless(env_id: str) -> None:
     env = make_env(env_id, render=True)
     obs, _ = env.reset(seed=0)
     _, rew, *_ = env.step(env.action_space.sample())
-    assert env.observation_space.contains(obs) and np.isfinite(rew)
+    assert env.observation_space.contains(obs) and np.isfinite(float(rew))
     frame = env.render()
+    assert isinstance(frame, np.ndarray)
     assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.std() > 0  # a clip for people
     env.close()
 

@@ -22,19 +22,24 @@ def test_dmc_id_is_known_and_its_dict_observation_becomes_one_vector() -> None:
     assert env.observation_space == gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
     obs, _ = env.reset(seed=0)
     raw = env.unwrapped.observation_space
-    assert is_box_dict(raw) and sorted(raw.spaces) == ["position", "velocity"]
+    assert (
+        is_box_dict(raw)
+        and isinstance(raw, gym.spaces.Dict)
+        and sorted(raw.spaces) == ["position", "velocity"]
+    )
     assert obs.shape == (5,) and obs.dtype == np.float32 and env.observation_space.contains(obs)
     _, rew, terminated, truncated, _ = env.step(env.action_space.sample())
-    assert np.isfinite(rew) and not terminated and not truncated
+    assert np.isfinite(float(rew)) and not terminated and not truncated
     env.close()
 
 
 def test_flatten_keeps_sorted_key_order_and_refuses_other_spaces() -> None:
     env = make_env(ENV)
+    assert isinstance(env, FlattenBoxDict)  # the outermost wrapper
     inner = env.unwrapped
     inner.reset(seed=3)
     parts = inner.step(np.zeros(1))[0]  # a dict {"position": [3], "velocity": [2]}
-    flat = env.observation(parts)  # type: ignore[attr-defined]
+    flat = env.observation(parts)
     np.testing.assert_allclose(flat, np.concatenate([parts["position"], parts["velocity"]]), rtol=1e-6)
     with pytest.raises(ValueError, match="Dict of Box"):
         FlattenBoxDict(gym.make("Pendulum-v1"))
@@ -58,6 +63,7 @@ def test_headless_render_gives_frames() -> None:
     env = make_env(ENV, render=True)
     env.reset(seed=0)
     frame = env.render()
+    assert isinstance(frame, np.ndarray)
     assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
     env.close()
 

@@ -20,6 +20,7 @@ def test_registered_and_follows_its_tables() -> None:
     rows = batch.step_rows
     s, a, s2 = batch.obs[rows], batch.acts[rows], batch.obs[rows + 1]
     assert np.all(p[s, a, s2] == 1.0)  # deterministic: every observed step is the table's successor
+    assert batch.rews is not None
     np.testing.assert_array_equal(batch.rews[rows], r[s, a, s2])
     ends = batch.starts + batch.lengths
     assert np.all(base.terminal_states()[batch.obs[ends]] == batch.terminated)

@@ -15,7 +15,8 @@ def test_registered_and_passes_env_checker() -> None:
     check_env(env.unwrapped)
     obs, _ = env.reset(seed=0)
     assert obs.shape == (40, 40, 3) and obs.dtype == np.uint8
-    assert np.array_equal(env.render(), obs)
+    frame = env.render()
+    assert isinstance(frame, np.ndarray) and np.array_equal(frame, obs)
 
 
 def test_state_observations() -> None:

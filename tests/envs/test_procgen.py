@@ -13,6 +13,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -25,7 +26,7 @@ from prefrl.envs.procgen import INSTALL_COMMAND, PROCGEN_PACKAGES, ProcgenEnv
 from prefrl.registration import PROCGEN_GAMES
 
 REPO = Path(__file__).resolve().parents[2]
-COINRUN = {"num_levels": 200, "distribution_mode": "easy"}
+COINRUN: dict[str, Any] = {"num_levels": 200, "distribution_mode": "easy"}
 
 try:
     import procgen  # noqa: F401
@@ -154,7 +155,7 @@ def test_a_seed_gives_the_same_levels_and_play_and_another_seed_other_levels() -
         for _ in range(3000):
             obs, rew, terminated, truncated, info = env.step(int(rng.integers(15)))
             frames.append(obs)
-            rews.append(rew)
+            rews.append(float(rew))
             if terminated or truncated:
                 obs, info = env.reset()
                 seeds.append(info["level_seed"])
@@ -237,17 +238,19 @@ def test_render_scales_the_frame_up_for_people_and_make_env_renders_it() -> None
     assert isinstance(frame, np.ndarray) and frame.shape == (256, 256, 3) and frame.dtype == np.uint8
     assert np.array_equal(frame, obs.repeat(4, axis=0).repeat(4, axis=1))  # nearest neighbour, 4x
     obs, *_ = env.step(7)
-    assert np.array_equal(env.render()[::4, ::4], obs)  # type: ignore[index]
+    frame = env.render()
+    assert isinstance(frame, np.ndarray) and np.array_equal(frame[::4, ::4], obs)
     env.close()
     small = gym.make("procgen/maze", render_mode="rgb_array", render_scale=2)
     obs, _ = small.reset(seed=0)
-    assert small.render().shape == (128, 128, 3)  # type: ignore[union-attr]
+    frame = small.render()
+    assert isinstance(frame, np.ndarray) and frame.shape == (128, 128, 3)
     small.close()
 
 
 @needs_procgen
 def test_bad_options_are_named() -> None:
-    cases = {
+    cases: dict[str, tuple[str, dict[str, Any]]] = {
         "procgen/coinrun has no 'extreme' mode": ("procgen/coinrun", {"distribution_mode": "extreme"}),
         "distribution_mode must be one of": ("procgen/coinrun", {"distribution_mode": "eazy"}),
         "num_levels must be an integer >= 0": ("procgen/coinrun", {"num_levels": -1}),

@@ -15,6 +15,8 @@ def test_reward_from_preferences_example_learns():
         [sys.executable, str(EXAMPLE), "--pairs", "150", "--epochs", "15"],
         capture_output=True, text=True, check=True, env=env, timeout=300,
     ).stdout  # fmt: skip
-    acc = float(re.search(r"held-out preference accuracy: ([0-9.]+)", out).group(1))
-    pearson = float(re.search(r"Pearson\(learned, true\) per step: ([0-9.-]+)", out).group(1))
+    acc_line = re.search(r"held-out preference accuracy: ([0-9.]+)", out)
+    pearson_line = re.search(r"Pearson\(learned, true\) per step: ([0-9.-]+)", out)
+    assert acc_line and pearson_line, out
+    acc, pearson = float(acc_line.group(1)), float(pearson_line.group(1))
     assert acc >= 0.85 and pearson >= 0.7, out

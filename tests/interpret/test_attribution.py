@@ -18,10 +18,10 @@ from prefrl.interpret.attribution import (
     integrated_gradients,
     occlusion,
     plot_saliency,
-    predicted_rewards,
     score_images,
     synthesize,
 )
+from prefrl.interpret.evaluation import predicted_rewards
 from prefrl.interpret.supervised import SupervisedConfig, fit_supervised
 from prefrl.rewards import CNNReward, MLPReward
 

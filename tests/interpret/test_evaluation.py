@@ -53,7 +53,9 @@ def test_epic_zero_for_shaped_and_rescaled_positive_otherwise(gamma: float) -> N
     r = rng.normal(size=(n_s, n_a, n_s))
     phi = rng.normal(size=n_s)
     shaped = 3.7 * r + gamma * phi[None, None, :] - phi[:, None, None] + 2.0 * (gamma < 1)
-    cov = Coverage.tabular(n_s, n_a, state_weights=rng.uniform(0.1, 1, n_s), action_weights=[1, 2, 3])
+    cov = Coverage.tabular(
+        n_s, n_a, state_weights=rng.uniform(0.1, 1, n_s), action_weights=np.array([1, 2, 3])
+    )
     assert epic_distance(r, shaped, cov, gamma) == pytest.approx(0.0, abs=1e-6)
     other = rng.normal(size=(n_s, n_a, n_s))
     d = epic_distance(r, other, cov, gamma)
@@ -107,14 +109,14 @@ def test_reward_correlations_follow_true_reward() -> None:
     with torch.no_grad():  # a linear net equal to 2 * true reward - 1
         w = torch.zeros(5, 1)
         w[0, 0], w[4, 0] = 2.0, 1.0
-        net.mlp.layers[0].weight.copy_(w[None])
-        net.mlp.layers[0].bias.fill_(-1.0)
+        net.mlp.linears[0].weight.copy_(w[None])
+        net.mlp.linears[0].bias.fill_(-1.0)
     c = reward_correlations(net, batch)
     assert c["pearson"] == pytest.approx(1.0, abs=1e-6)
     assert c["spearman"] == pytest.approx(1.0, abs=1e-6)
     assert c["return_pearson"] == pytest.approx(1.0, abs=1e-6)
     with torch.no_grad():
-        net.mlp.layers[0].weight.mul_(-1)
+        net.mlp.linears[0].weight.mul_(-1)
     assert reward_correlations(net, batch)["spearman"] == pytest.approx(-1.0, abs=1e-6)
 
 
@@ -137,13 +139,13 @@ def test_heldout_accuracy_uses_the_trainers_split() -> None:
     net = MLPReward(spaces.Box(-5, 5, (3,), np.float32), spaces.Box(-1, 1, (2,), np.float32), hidden=())
     net.norm = None
     with torch.no_grad():
-        net.mlp.layers[0].weight.zero_()
-        net.mlp.layers[0].weight[0, 0, 0], net.mlp.layers[0].weight[0, 4, 0] = 1.0, 0.5
+        net.mlp.linears[0].weight.zero_()
+        net.mlp.linears[0].weight[0, 0, 0], net.mlp.linears[0].weight[0, 4, 0] = 1.0, 0.5
     m = heldout_preference_metrics(net, ds, 0.2)
     assert m["pairs"] == ds.validation_mask(0.2).sum() > 20
     assert m["accuracy"] == pytest.approx(1.0)
     with torch.no_grad():
-        net.mlp.layers[0].weight.mul_(-1)
+        net.mlp.linears[0].weight.mul_(-1)
     assert heldout_accuracy(net, ds, None) == pytest.approx(0.0)
     ev = RewardEvaluator(batch=batch, val_fraction=0.2)(net, ds)
     assert ev["heldout_accuracy"] == 0.0 and ev["pearson"] == pytest.approx(-1.0, abs=1e-6)

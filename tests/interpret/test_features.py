@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -38,9 +39,8 @@ def dot() -> tuple[CNNReward, TrajectoryBatch, ImageInputs]:
     env = gym.make("prefrl/MovingDot-v0", size=24, max_steps=50)
     batch = collect_episodes(env, n_episodes=20, seed=0)
     torch.manual_seed(0)
-    net = CNNReward(
-        env.observation_space, env.action_space, use_next_obs=True, **cnn_architecture(env.observation_space)
-    )
+    arch: dict[str, Any] = cnn_architecture(env.observation_space)
+    net = CNNReward(env.observation_space, env.action_space, use_next_obs=True, **arch)
     m = fit_supervised(net, batch, SupervisedConfig(epochs=15, lr=3e-3, batch_size=64, val_fraction=0.1))
     assert m["val_pearson"] > 0.6  # it learned something to explain
     rows = batch.step_rows[:400]

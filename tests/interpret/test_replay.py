@@ -9,7 +9,7 @@ from prefrl.agents.sb3 import make_env
 from prefrl.interpret.replay import Recorded, replay_frames
 
 
-def _frames_and_batch(env_id: str, n_steps: int, seed: int):  # type: ignore[no-untyped-def]
+def _frames_and_batch(env_id: str, n_steps: int, seed: int):
     env = make_env(env_id, render=True)
     batch = collect_episodes(env, n_steps=n_steps, seed=seed, render=True)
     env.close()

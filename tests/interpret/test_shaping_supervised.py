@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -22,7 +23,10 @@ GAMMA = 0.9
 
 @pytest.mark.parametrize("objective", ["sparse", "smooth"])
 def test_shaping_keeps_the_optimal_policy_of_a_gridworld(
-    objective: str, grid_env: GridWorldEnv, grid_batch: TrajectoryBatch, tmp_path: Path
+    objective: Literal["sparse", "smooth"],
+    grid_env: GridWorldEnv,
+    grid_batch: TrajectoryBatch,
+    tmp_path: Path,
 ) -> None:
     torch.manual_seed(1)
     net = MLPReward(grid_env.observation_space, grid_env.action_space, hidden=(16,), use_next_obs=True)

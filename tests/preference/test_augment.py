@@ -11,6 +11,7 @@ from prefrl.preference.augment import random_shift
 from prefrl.rewards import MLPReward
 from prefrl.rewards.cnn import CNNReward
 from prefrl.teachers import SyntheticTeacher
+from tests.narrow import present
 
 
 def _offset(src: torch.Tensor, out: torch.Tensor, pad: int) -> tuple[int, int] | None:
@@ -66,7 +67,9 @@ def _dot_data(n_pairs: int, seed: int) -> PreferenceDataset:
         for _ in range(60):
             a = int(rng.integers(5))
             obs, r, *_ = env.step(a)
-            frames.append(obs), acts.append(a), rews.append(r)
+            frames.append(obs)
+            acts.append(a)
+            rews.append(r)
         eps.append(Trajectory(np.array(frames), np.array(acts), np.array(rews, np.float32), truncated=True))
     frags, _ = sample_fragments(TrajectoryBatch.from_trajectories(eps), 2 * n_pairs, 10, rng)
     pairs = np.arange(2 * n_pairs).reshape(-1, 2)
@@ -143,7 +146,7 @@ def test_shared_trunk_one_convolution_pass_members_differ_by_bootstrap_weights(t
     after = dict(net.named_parameters())
     assert all(not torch.equal(p, after[n]) for n, p in before.items())
     assert metrics["train_accuracy"] > 0.75
-    obs = data.fragments.arrays().obs[:4].reshape(-1, *env.observation_space.shape)
+    obs = present(data.fragments).arrays().obs[:4].reshape(-1, *present(env.observation_space.shape))
     acts = np.zeros(len(obs), dtype=np.int64)
     _, std = net.predict(obs, acts, obs)
     assert float(std.mean()) > 1e-4  # the members learned different functions from their weights
@@ -153,12 +156,12 @@ def test_shared_trunk_one_convolution_pass_members_differ_by_bootstrap_weights(t
     assert np.allclose(back.predict(obs, acts, obs)[0], net.predict(obs, acts, obs)[0], atol=1e-5)
 
 
-def test_held_out_scoring_keeps_no_autograd_graph(pendulum_batch) -> None:
+def test_held_out_scoring_keeps_no_autograd_graph(pendulum_batch, monkeypatch: pytest.MonkeyPatch) -> None:
     """Held-out metrics score without gradients: a graph kept per chunk took tens of GB on images."""
     from prefrl.preference import evaluate_preferences
 
     data = _pendulum_pairs(pendulum_batch, 20)
-    frags, pairs, labels = data.fragments, data.pairs, data.labels
+    frags, pairs, labels = present(data.fragments), data.pairs, data.labels
     net = MLPReward(PENDULUM_OBS, PENDULUM_ACT, ensemble_size=2)
     seen: list[bool] = []
     score = net.score
@@ -167,6 +170,6 @@ def test_held_out_scoring_keeps_no_autograd_graph(pendulum_batch) -> None:
         seen.append(torch.is_grad_enabled())
         return score(*args, **kwargs)
 
-    net.score = watched  # type: ignore[method-assign]
+    monkeypatch.setattr(net, "score", watched)
     evaluate_preferences(net, frags, pairs, labels)
     assert seen and not any(seen)

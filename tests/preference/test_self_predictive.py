@@ -18,6 +18,7 @@ from prefrl.preference.self_predictive import SelfPredictiveConfig, SelfPredicti
 from prefrl.rewards import MLPReward, ReedReward
 from prefrl.storage.checkpoint import load_tensor_state, save_tensor_state
 from prefrl.teachers import SyntheticTeacher
+from tests.narrow import section
 
 OBS = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = gym.spaces.Box(-2, 2, (1,), np.float32)
@@ -96,7 +97,7 @@ def test_state_round_trips_through_a_tensor_checkpoint(
     weights = {k: v.clone() for k, v in net.state_dict().items()}
     net2, tr2 = build()
     net2.load_state_dict(weights)
-    tr2.load_state_dict(load_tensor_state(tmp_path / "s.safetensors")["spr"])
+    tr2.load_state_dict(section(load_tensor_state(tmp_path / "s.safetensors"), "spr"))
     assert (tr2.calls, tr2.global_step) == (1, 5)
     a, b = tr.train(obs, acts, nxt), tr2.train(obs, acts, nxt)  # the same draws, the same Adam moments
     assert a["spr_loss"] == b["spr_loss"]

@@ -2,6 +2,7 @@
 
 import copy
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from prefrl.data import PreferenceDataset, sample_fragments
 from prefrl.preference import RewardTrainer, RewardTrainerConfig, evaluate_preferences
 from prefrl.rewards import MLPReward
 from prefrl.teachers import SyntheticTeacher
+from tests.narrow import present, section
 
 OBS = __import__("gymnasium").spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = __import__("gymnasium").spaces.Box(-2, 2, (1,), np.float32)
@@ -159,7 +161,7 @@ def test_true_pair_accuracy_is_one_for_the_true_reward_and_none_without_one() ->
     with torch.no_grad():  # r = relu(w) - relu(-w) = w (obs[2] is the 3rd of 4 inputs)
         for p in net.parameters():
             p.zero_()
-        w1, w2 = net.mlp.layers[0].weight, net.mlp.layers[1].weight  # [E, in, out]
+        w1, w2 = net.mlp.linears[0].weight, net.mlp.linears[1].weight  # [E, in, out]
         w1[0, 2, 0], w1[0, 2, 1], w2[0, 0, 0], w2[0, 1, 0] = 1.0, -1.0, 1.0, -1.0
     rng = np.random.default_rng(0)
     assert true_pair_accuracy(net, batch, 100, 20, rng) == 1.0
@@ -251,7 +253,7 @@ def test_pseudo_labels_only_above_the_threshold(pendulum_batch):
     ds.add(*_pendulum_data(pendulum_batch, 30, seed=11))  # fresh labels the model predicts
     m = tr.train(ds, unlabelled=unl)
     assert m["pseudo_trusted"] == 1 and 0.0 < m["pseudo_label_frac"] <= 1.0
-    feats = tr._unlabelled_features(unl, 50)
+    feats = present(tr._unlabelled_features(unl, 50))
     fracs = []
     for threshold in (0.6, 0.99, 1.0):
         tr.config = dataclasses.replace(tr.config, pseudo_label_threshold=threshold)
@@ -270,7 +272,7 @@ def test_pseudo_labels_only_above_the_threshold(pendulum_batch):
         RewardTrainerConfig(pseudo_label_threshold=0.4)
 
 
-TRUST_CFG = dict(
+TRUST_CFG: dict[str, Any] = dict(
     val_fraction=0.0, noise_filter=True, pseudo_label_ratio=2.0, pseudo_label_threshold=0.6, seed=0
 )
 
@@ -331,7 +333,7 @@ def test_trust_record_survives_a_checkpoint(pendulum_batch, tmp_path):
     ta.train(ds)
     assert len(ta.trust.outcomes) > 0 and ta.trust.seen == ds.next_id
     save_tensor_state({"trainer": ta.state_dict()}, tmp_path / "trainer.safetensors")
-    state = load_tensor_state(tmp_path / "trainer.safetensors")["trainer"]
+    state = section(load_tensor_state(tmp_path / "trainer.safetensors"), "trainer")
     b.load_state_dict(a.state_dict())
     tb = RewardTrainer(b, cfg)
     tb.load_state_dict(state)

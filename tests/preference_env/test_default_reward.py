@@ -26,7 +26,7 @@ def test_the_wrappers_default_network_is_prefrl_trains(env_id: str) -> None:
     from prefrl.rewards.inference import FastReward
 
     env_id, _, kw = env_id.partition(":")
-    env_kwargs = {"obs_type": "pixels"} if "MovingDot" in env_id else {}
+    env_kwargs: dict[str, object] = {"obs_type": "pixels"} if "MovingDot" in env_id else {}
     if kw:
         env_kwargs[kw.split("=")[0]] = int(kw.split("=")[1])
     cfg, probe = resolve_run(TrainConfig(env=EnvConfig(id=env_id, kwargs=json.dumps(env_kwargs))))

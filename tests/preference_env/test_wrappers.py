@@ -15,6 +15,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -34,17 +35,24 @@ from prefrl.preference_env import (
 from prefrl.preference_env.env_process import default_net
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
 from prefrl.rewards.cnn import CNNReward, cnn_architecture
+from prefrl.rewards.nets import RewardNet
+from tests.narrow import array, number, present
 
 ENV = "prefrl/MovingDot-v0"
 ONE_EPOCH = RewardTrainerConfig(epochs=1.0)  # short training rounds: weights published often
-FAST = {"fragment_length": 5, "min_labels": 5, "train_pause_s": 0.01, "trainer": ONE_EPOCH}
+FAST: dict[str, Any] = {"fragment_length": 5, "min_labels": 5, "train_pause_s": 0.01, "trainer": ONE_EPOCH}
 
 
-def state_env(**kw: object) -> gym.Env:
+def state_env(**kw: Any) -> gym.Env:
     return gym.make(ENV, obs_type="state", size=20, **kw)
 
 
-def step_until(env: gym.Env, cond: Callable[[], bool], timeout: float = 60.0) -> dict:
+def counters(env: PreferenceEnv | PreferenceVectorEnv) -> dict[str, int]:
+    """The wrapper's counters (``metrics()`` without its text entries)."""
+    return {k: v for k, v in env.metrics().items() if isinstance(v, int)}
+
+
+def step_until(env: PreferenceEnv, cond: Callable[[], bool], timeout: float = 60.0) -> dict:
     """Random actions until ``cond()`` holds; returns the last info."""
     env.reset(seed=0)
     end = time.monotonic() + timeout
@@ -56,7 +64,7 @@ def step_until(env: gym.Env, cond: Callable[[], bool], timeout: float = 60.0) ->
                 env.reset()
         if cond():
             return info
-    raise AssertionError(f"condition not reached within {timeout} s; metrics {env.metrics()}")  # type: ignore[attr-defined]
+    raise AssertionError(f"condition not reached within {timeout} s; metrics {env.metrics()}")
 
 
 def alive(pid: int) -> bool:
@@ -95,15 +103,15 @@ def test_learned_reward_replaces_true_reward_after_threshold_and_weights_update(
     _, r, *_, info = env.step(1)
     assert env.reward_source == "true" and not env.learned_reward_active
     assert r == info["true_reward"] and info["reward_source"] == "true"
-    before = {k: v.clone() for k, v in env.reward_net.state_dict().items()}  # type: ignore[union-attr]
+    before = {k: v.clone() for k, v in present(env.reward_net).state_dict().items()}
     step_until(env, lambda: env.learned_reward_active)
     _, r, *_, info = env.step(1)
     assert info["reward_source"] == "learned" and r != info["true_reward"]
-    assert env.metrics()["reward_train_steps"] >= 3
+    assert counters(env)["reward_train_steps"] >= 3
     # reward weights keep changing while we step
-    updates = env.metrics()["weight_updates"]
-    step_until(env, lambda: env.metrics()["weight_updates"] > updates)
-    after = env.reward_net.state_dict()  # type: ignore[union-attr]
+    updates = counters(env)["weight_updates"]
+    step_until(env, lambda: counters(env)["weight_updates"] > updates)
+    after = present(env.reward_net).state_dict()
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     assert any(k.startswith("mlp") for k in changed)
     # the switches
@@ -125,8 +133,8 @@ def test_learned_reward_tracks_true_reward() -> None:
     true, learned = [], []
     for _ in range(400):
         _, r, term, trunc, info = env.step(env.action_space.sample())
-        true.append(info["true_reward"])
-        learned.append(r)
+        true.append(number(info["true_reward"]))
+        learned.append(float(r))
         if term or trunc:
             env.reset()
     env.close()
@@ -135,8 +143,8 @@ def test_learned_reward_tracks_true_reward() -> None:
 
 def test_collect_only_saves_preferences_that_load_back(tmp_path: Path) -> None:
     env = PreferenceEnv(state_env(), mode="collect", queue_size=1000, **FAST)
-    step_until(env, lambda: env.metrics()["preferences"] >= 30)
-    m = env.metrics()
+    step_until(env, lambda: counters(env)["preferences"] >= 30)
+    m = counters(env)
     assert m["reward_train_steps"] == 0 and env.reward_source == "true"
     paths = env.save_preferences(tmp_path / "prefs.npz", val_fraction=0.2)
     env.close()
@@ -156,8 +164,8 @@ def test_collect_only_saves_preferences_that_load_back(tmp_path: Path) -> None:
         state_env(), mode="train", preferences_path=str(paths[0]), learned_after=5,
         checkpoint_dir=str(ckpt), checkpoint_every=2, **FAST,
     )  # fmt: skip
-    step_until(env, lambda: env.learned_reward_active and env.metrics()["reward_checkpoints"] >= 1)
-    assert env.metrics()["segments_recorded"] == 0  # nothing is labelled in train mode
+    step_until(env, lambda: env.learned_reward_active and counters(env)["reward_checkpoints"] >= 1)
+    assert counters(env)["segments_recorded"] == 0  # nothing is labelled in train mode
     env.close()
     net = load_reward_net(ckpt / "reward_latest.safetensors")
     assert isinstance(net, MLPReward)
@@ -170,7 +178,7 @@ def test_pretrained_reward_only(tmp_path: Path) -> None:
     env = PreferenceEnv(base, mode="pretrained", reward_path=str(path), normalize=False)
     obs, _ = env.reset(seed=0)
     obs2, r, *_, info = env.step(2)
-    expected, _ = net.predict(obs[None], np.array([2]), obs2[None])
+    expected, _ = net.predict(array(obs)[None], np.array([2]), array(obs2)[None])
     assert env.reward_source == "learned" and info["reward_source"] == "learned"
     assert r == pytest.approx(float(expected[0]), abs=1e-5)
     assert env.background_pids() == {}  # no background processes
@@ -184,13 +192,13 @@ def test_segments_dropped_when_labeller_falls_behind_preferences_never() -> None
         *_, term, trunc, _ = env.step(env.action_space.sample())
         if term or trunc:
             env.reset()
-    m = env.metrics()
+    m = counters(env)
     assert m["segments_dropped"] > 0
     assert m["segments_recorded"] == m["segments_sent"] + m["segments_dropped"]
     # every answer the teacher gave reaches the preference set
     end = time.monotonic() + 30
     while time.monotonic() < end:
-        m = env.metrics()
+        m = counters(env)
         if m["segments_labelled"] == m["segments_sent"] and m["preferences"] == m["pairs_labelled"]:
             break
         time.sleep(0.2)
@@ -232,12 +240,12 @@ def test_defaults_match_the_training_loop() -> None:
 
 
 def test_old_option_names_still_work_with_a_warning() -> None:
-    old = {
+    old: dict[str, Any] = {
         "segment_length": 7, "max_preferences": 40, "max_preferences_kept": 30, "min_preferences": 3,
         "pairs_per_segment": 0.5,
     }  # fmt: skip
     with pytest.warns(DeprecationWarning) as warned:
-        env = PreferenceEnv(state_env(), **old)  # type: ignore[arg-type]
+        env = PreferenceEnv(state_env(), **old)
     renamed = [str(w.message) for w in warned if "is now" in str(w.message)]
     assert len(renamed) == 5 and "'segment_length' is now 'fragment_length'" in renamed[0]
     c = env.config
@@ -294,7 +302,7 @@ def test_killing_the_main_process_leaves_no_orphans(tmp_path: Path) -> None:
     )
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
+        line = present(proc.stdout).readline()
         pids = [int(x) for x in line.split()]
         assert len(pids) == 3 and all(alive(p) for p in pids)  # labeller, trainer, rewarder
         os.kill(proc.pid, signal.SIGKILL)
@@ -310,17 +318,19 @@ def test_vector_envs(mode: str) -> None:
     venv = gym.make_vec(ENV, num_envs=3, vectorization_mode=mode, obs_type="state", size=20, max_steps=30)
     env = PreferenceVectorEnv(venv, learned_after=2, **FAST)
     obs, _ = env.reset(seed=0)
-    assert obs.shape == (3, 4)
+    assert array(obs).shape == (3, 4)
     _, r, *_, info = env.step(env.action_space.sample())
-    assert r.shape == (3,) and np.array_equal(r, info["true_reward"]) and info["reward_source"] == "true"
+    assert (
+        r.shape == (3,) and np.array_equal(r, array(info["true_reward"])) and info["reward_source"] == "true"
+    )
     end = time.monotonic() + 60
     while not env.learned_reward_active and time.monotonic() < end:
         env.step(env.action_space.sample())
     assert env.learned_reward_active
     steps = [env.step(env.action_space.sample()) for _ in range(10)]
     r = np.stack([st[1] for st in steps])
-    assert r.shape == (10, 3) and not np.allclose(r, np.stack([st[4]["true_reward"] for st in steps]))
-    m = env.metrics()
+    assert r.shape == (10, 3) and not np.allclose(r, np.stack([array(st[4]["true_reward"]) for st in steps]))
+    m = counters(env)
     assert m["segments_recorded"] >= 10 and m["preferences"] >= 5
     env.close()
 
@@ -361,17 +371,17 @@ def test_recorded_segments_are_exact_transitions(tmp_path: Path, autoreset: str)
     for _ in range(400):
         env.step(rng.integers(0, 4, 3))
     end = time.monotonic() + 30
-    while env.metrics()["preferences"] < 100 and time.monotonic() < end:
+    while counters(env)["preferences"] < 100 and time.monotonic() < end:
         time.sleep(0.1)
     path = env.save_preferences(tmp_path / "p.npz", val_fraction=None)[0]
-    m = env.metrics()
+    m = counters(env)
     env.close()
     assert m["segments_dropped"] == 0 and m["segments_sent"] >= 200
     f = PreferenceDataset.load(path).fragments
     assert f is not None and len(f) >= 100
     obs = f.table_obs[f.rows[:, None] + np.arange(5)]  # [N, L+1, 3]
     acts = f.table_acts[f.rows[:, None] + np.arange(4)]
-    rews = f.table_rews[f.rows[:, None] + np.arange(4)]
+    rews = present(f.table_rews)[f.rows[:, None] + np.arange(4)]
     assert np.all(obs[:, :, 0] == obs[:, :1, 0])  # one episode per segment
     assert np.all(np.diff(obs[:, :, 1], axis=1) == 1)  # consecutive steps
     np.testing.assert_array_equal(acts, obs[:, 1:, 2])  # the action that led to each obs
@@ -386,13 +396,16 @@ def test_rewarder_process_gives_the_networks_rewards(tmp_path: Path, obs_type: s
     that reads s', here the keypoints' displacement, is scored once the step is made)."""
     venv = gym.make_vec(ENV, num_envs=3, vectorization_mode="sync", obs_type=obs_type[:6], size=40)
     obs_space, act_space = venv.single_observation_space, venv.single_action_space
+    net: RewardNet
     if obs_type == "pixels-next":
         net = CNNReward(obs_space, act_space, features="spatial", channels=(4,), kernels=(1,), strides=(1,),
                         hidden=(16,), use_next_obs=True)  # fmt: skip
     elif obs_type == "pixels":  # a flat CNN of (s, a): the rewarder process can score it ahead
-        net = CNNReward(obs_space, act_space, **cnn_architecture(obs_space))
+        arch: dict[str, Any] = cnn_architecture(obs_space)
+        net = CNNReward(obs_space, act_space, **arch)
     else:
-        net = default_net(obs_space, act_space)  # type: ignore[arg-type]
+        assert isinstance(obs_space, gym.spaces.Box)
+        net = default_net(obs_space, act_space)
     path = save_reward_net(net, tmp_path / "r.safetensors")
     env = PreferenceVectorEnv(
         venv, reward_path=str(path), learned_after=0, max_train_steps=0, normalize=False,
@@ -405,7 +418,7 @@ def test_rewarder_process_gives_the_networks_rewards(tmp_path: Path, obs_type: s
     for _ in range(60):
         a = rng.integers(0, 5, 3)
         nxt, r, *_, info = env.step(a)
-        want, _ = net.predict(obs, a, nxt)
+        want, _ = net.predict(array(obs), a, array(nxt))
         assert info["reward_source"] == "learned"
         np.testing.assert_allclose(r, want, rtol=1e-4, atol=1e-5)
         obs = nxt

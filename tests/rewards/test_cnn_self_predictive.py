@@ -24,7 +24,9 @@ def _dot_transitions(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     env = gym.make("prefrl/MovingDot-v0")
     rng = np.random.default_rng(seed)
     obs, _ = env.reset(seed=seed)
-    xs, acts, nxt = [], [], []
+    assert isinstance(env.action_space, gym.spaces.Discrete)
+    xs, nxt = [], []
+    acts: list[int] = []
     while len(acts) < n:
         a = int(rng.integers(env.action_space.n))
         o2, _, term, trunc, _ = env.step(a)
@@ -91,4 +93,4 @@ def test_what_it_cannot_serve_is_a_clear_error() -> None:
     plain = _net(self_predictive=False)
     assert not has_self_predictive(plain)
     with pytest.raises(TypeError, match="built with self_predictive"):
-        SelfPredictiveTrainer(plain)  # type: ignore[arg-type]
+        SelfPredictiveTrainer(plain)

@@ -5,6 +5,7 @@ included), and falls back to torch otherwise."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -17,6 +18,7 @@ from prefrl.rewards.inference import FastReward, TorchReward, reward_fn
 from prefrl.rewards.mlp import MLPReward
 from prefrl.rewards.nets import RewardNet
 from prefrl.rewards.shaped import ShapedReward
+from tests.narrow import present
 
 
 def _lean_cases() -> list[tuple[str, Callable[[], RewardNet], tuple[int, ...], type]]:
@@ -32,18 +34,16 @@ def _lean_cases() -> list[tuple[str, Callable[[], RewardNet], tuple[int, ...], t
 
     def mlp_all() -> RewardNet:
         net = MLPReward(box, d5, hidden=(16, 8), ensemble_size=3, use_next_obs=True, use_done=True)
-        net.norm.update(torch.rand(64, 4 + 5 + 4 + 1) * 3 - 1)  # type: ignore[union-attr]
+        present(net.norm).update(torch.rand(64, 4 + 5 + 4 + 1) * 3 - 1)
         return net
 
-    kp = cnn_architecture(hwc, features="spatial")
+    kp: dict[str, Any] = cnn_architecture(hwc, features="spatial")
     two_convs = {"channels": (4, 6), "kernels": (3, 2), "strides": (1, 2), "hidden": (16, 8)}
 
-    def keypoints(
-        space: gym.spaces.Box, act: gym.spaces.Space, e: int, **kw: object
-    ) -> Callable[[], RewardNet]:
+    def keypoints(space: gym.spaces.Box, act: gym.spaces.Space, e: int, **kw: Any) -> Callable[[], RewardNet]:
         return lambda: CNNReward(space, act, ensemble_size=e, features="spatial", **kw)
 
-    def cnn(space: gym.spaces.Box, act: gym.spaces.Space, e: int, **kw: object) -> Callable[[], RewardNet]:
+    def cnn(space: gym.spaces.Box, act: gym.spaces.Space, e: int, **kw: Any) -> Callable[[], RewardNet]:
         return lambda: CNNReward(space, act, ensemble_size=e, **kw)
 
     return [
@@ -73,7 +73,7 @@ def _lean_cases() -> list[tuple[str, Callable[[], RewardNet], tuple[int, ...], t
             (40, 40, 3),
             FastReward,
         ),
-        ("cnn-small", lambda: CNNReward(hwc, d5, **cnn_architecture(hwc)), (40, 40, 3), FastReward),
+        ("cnn-small", cnn(hwc, d5, 1, **cnn_architecture(hwc)), (40, 40, 3), FastReward),
         (
             "cnn-chw-ensemble-done",
             cnn(chw, d5, 3, use_done=True, channels=(4, 8), kernels=(4, 3), strides=(2, 2)),
@@ -136,6 +136,8 @@ def test_lean_reward_matches_the_network(case: tuple, n: int) -> None:
     torch.manual_seed(0)
     net = make().eval()
     rng = np.random.default_rng(n)
+    obs: np.ndarray
+    nxt: np.ndarray
     if len(shape) == 3:
         obs, nxt = (rng.integers(0, 256, (n, *shape)).astype(np.uint8) for _ in range(2))
     else:
@@ -185,7 +187,7 @@ def _dot_frames(rng: np.random.Generator, n: int, shape: tuple[int, ...], chw: b
 )
 @pytest.mark.parametrize("output", ["auto", "tanh"])
 def test_the_default_image_nets_of_prefrl_train_get_the_numpy_path(
-    shape: tuple[int, ...], n_acts: int, spatial: bool, output: str
+    shape: tuple[int, ...], n_acts: int, spatial: bool, output: Literal["auto", "tanh"]
 ) -> None:
     """``RewardNetConfig``'s default reward for a small image (a keypoint CNN reading s') and for
     an Atari-sized one (a flat CNN with action heads) run in NumPy and give the network's numbers,
@@ -193,7 +195,7 @@ def test_the_default_image_nets_of_prefrl_train_get_the_numpy_path(
     obs_space = gym.spaces.Box(0, 255, shape, np.uint8)
     act_space = gym.spaces.Discrete(n_acts)
     torch.manual_seed(1)
-    net = RewardNetConfig(output=output).resolved(obs_space, act_space).build(obs_space, act_space)  # type: ignore[arg-type]
+    net = RewardNetConfig(output=output).resolved(obs_space, act_space).build(obs_space, act_space)
     assert isinstance(net, CNNReward) and net.ensemble_size == 3
     assert (net.spatial, net.motion, net.action_heads) == (spatial, spatial, not spatial)
     rng = np.random.default_rng(0)

@@ -1,3 +1,5 @@
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -34,7 +36,7 @@ def test_batched_ensemble_equals_each_member_alone():
     out = mlp(x)  # [3, 10, 1]
     for m in range(3):
         h = x
-        for i, layer in enumerate(mlp.layers):
+        for i, layer in enumerate(mlp.linears):
             h = h @ layer.weight[m] + layer.bias[m]
             h = torch.relu(h) if i < 2 else h
         torch.testing.assert_close(out[m], h)
@@ -260,7 +262,7 @@ def test_spatial_cnn_reward_reads_where_the_dot_is_and_learns_it() -> None:
     from prefrl.rewards.cnn import cnn_architecture
 
     space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
-    arch = cnn_architecture(space, features="spatial")
+    arch: dict[str, Any] = cnn_architecture(space, features="spatial")
     assert arch["kernels"] == (1,) and cnn_architecture(space)["kernels"] == (4, 3)
     net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial", **arch)
     img = np.zeros((2, 40, 40, 3), np.uint8)
@@ -304,8 +306,8 @@ def test_keypoint_cnn_points_at_the_dots_before_training() -> None:
     from prefrl.rewards.cnn import cnn_architecture
 
     space = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
-    net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial",
-                    **cnn_architecture(space, features="spatial"))  # fmt: skip
+    arch: dict[str, Any] = cnn_architecture(space, features="spatial")
+    net = CNNReward(space, gym.spaces.Discrete(5), ensemble_size=2, features="spatial", **arch)
     kp = net.keypoints(torch.from_numpy(_dot([5, 20], [6, 24])))  # [E, 2, maps, 2]
     assert kp.shape == (2, 2, 3 + 8, 2)
 
@@ -344,7 +346,9 @@ def test_keypoint_cnn_reading_s_next_sees_the_displacement() -> None:
     torch.testing.assert_close(again(s, a, moved, None), r)
 
 
-def test_keypoint_motion_locates_each_frame_of_a_clip_once_with_the_same_rewards() -> None:
+def test_keypoint_motion_locates_each_frame_of_a_clip_once_with_the_same_rewards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Clips whose s' is the next step's s are scored from L + 1 frames instead of 2L: the
     rewards equal those of the same transitions scored one by one (where frames are not shared),
     batched and per member, and so do their gradients."""
@@ -358,7 +362,13 @@ def test_keypoint_motion_locates_each_frame_of_a_clip_once_with_the_same_rewards
     acts, dones = torch.randint(0, 5, (3, 2, 5), generator=g), torch.zeros(3, 2, 5)
     obs, nxt = frames[:, :, :-1], frames[:, :, 1:]
     calls: list[int] = []
-    net._keypoints = lambda x, f=net._keypoints: calls.append(x.shape[0]) or f(x)  # type: ignore[method-assign]
+    keypoints = net._keypoints
+
+    def counted(x: torch.Tensor) -> torch.Tensor:
+        calls.append(x.shape[0])
+        return keypoints(x)
+
+    monkeypatch.setattr(net, "_keypoints", counted)
     clip = net.score(net.encode(obs, acts, nxt, dones))  # [E, 3, 2, 5]
     assert calls == [3 * 2 * 6]  # 36 frames, not 60
     # the same 30 transitions one by one, reversed: no s' is the next s, every frame is located twice
@@ -382,6 +392,8 @@ def test_action_heads_pay_the_taken_actions_output(kind: str, tmp_path) -> None:
     from prefrl.rewards.inference import FastReward, reward_fn
 
     acts_space = spaces.Discrete(4, start=1)
+    obs_space: spaces.Box
+    net: MLPReward | CNNReward
     if kind == "mlp":
         obs_space = BOX3
         net = MLPReward(obs_space, acts_space, ensemble_size=2, action_heads=True)
@@ -393,7 +405,7 @@ def test_action_heads_pay_the_taken_actions_output(kind: str, tmp_path) -> None:
                         hidden=(8,), features="spatial", action_heads=True)  # fmt: skip
         obs = torch.randint(0, 256, (5, 6, 16, 16, 3), dtype=torch.uint8)
         trunk = net.head
-    assert trunk.layers[-1].weight.shape[-1] == 4  # [E, in, actions]
+    assert trunk.linears[-1].weight.shape[-1] == 4  # [E, in, actions]
     acts = torch.randint(1, 5, (5, 6))
     dones = torch.zeros(5, 6)
     r = net(obs, acts, obs, dones)
@@ -452,7 +464,9 @@ def test_keypoint_cnn_learns_the_moving_dots_progress_reward_from_pixels(reads: 
             for _ in range(200):
                 a = int(rng.integers(5))
                 obs, r, *_ = env.step(a)
-                frames.append(obs), acts.append(a), rews.append(r)
+                frames.append(obs)
+                acts.append(a)
+                rews.append(r)
             rew = np.array(rews, np.float32)
             out.append(Trajectory(np.array(frames), np.array(acts), rew, truncated=True))
         return out
@@ -462,8 +476,8 @@ def test_keypoint_cnn_learns_the_moving_dots_progress_reward_from_pixels(reads: 
     pairs = np.arange(400).reshape(-1, 2)
     data = PreferenceDataset()
     data.add(frags, pairs, SyntheticTeacher("oracle").label(frags, pairs))
-    arch = cnn_architecture(env.observation_space, features="spatial")
-    kw = {"action_heads": True} if reads == "heads" else {"use_next_obs": True}
+    arch: dict[str, Any] = cnn_architecture(env.observation_space, features="spatial")
+    kw: dict[str, Any] = {"action_heads": True} if reads == "heads" else {"use_next_obs": True}
     space = env.observation_space
     net = CNNReward(space, env.action_space, ensemble_size=3, features="spatial", **kw, **arch)
     RewardTrainer(net, RewardTrainerConfig(epochs=10, val_fraction=0.0)).train(data)

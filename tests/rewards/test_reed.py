@@ -47,8 +47,8 @@ def test_self_predictive_loss_is_per_member_and_trains_only_its_modules() -> Non
     obs, acts, nxt = torch.randn(32, 3), torch.rand(32, 1) * 4 - 2, torch.randn(32, 3)
     loss = net.self_predictive_loss(obs, acts, nxt)  # [E]
     assert loss.shape == (3,) and (loss.abs() <= 1 + 1e-6).all()
-    stacked = [x.unsqueeze(0).expand(3, *x.shape) for x in (obs, acts, nxt)]
-    torch.testing.assert_close(net.self_predictive_loss(*stacked, per_member=True), loss)
+    s_obs, s_acts, s_nxt = (x.unsqueeze(0).expand(3, *x.shape) for x in (obs, acts, nxt))
+    torch.testing.assert_close(net.self_predictive_loss(s_obs, s_acts, s_nxt, per_member=True), loss)
     loss.sum().backward()
     for name, p in net.named_parameters():
         trained = p.grad is not None and bool(p.grad.abs().sum() > 0)

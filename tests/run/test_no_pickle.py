@@ -28,6 +28,7 @@ from prefrl.agents.evaluate import train_on_true_reward
 from prefrl.agents.policy_io import load_agent, read_policy
 from prefrl.agents.sb3 import AgentConfig, make_vec_env
 from prefrl.cli.main import main
+from tests.narrow import section
 
 PICKLE_START = re.compile(rb"\x80[\x02-\x05]")
 """PROTO 2..5: the first opcode of every pickle since Python 2.3 (torch.save: 2; pickle: 4 or 5)."""
@@ -192,7 +193,7 @@ def test_every_run_writer_writes_prefrl_policies(runs: dict[str, Path]) -> None:
             meta, _ = read_policy(path)  # prefrl's reader: an SB3 zip would be refused here
             assert meta["format"] == "prefrl.policy"
             agent = load_agent("auto", path, make_vec_env("CartPole-v1"))
-            assert agent.num_timesteps == meta["counters"]["num_timesteps"] > 0
+            assert agent.num_timesteps == section(meta, "counters")["num_timesteps"] > 0
 
 
 def test_no_run_writer_writes_a_pickle(runs: dict[str, Path], tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from prefrl.rewards.mlp import MLPReward
 from prefrl.run.config import TrainConfig, config_from_dict, config_to_dict, parse_args
 from prefrl.run.resolve import resolve
 from prefrl.run.train import build_run
@@ -29,7 +30,8 @@ def test_the_saved_config_is_the_one_the_run_was_built_from(tmp_path: Path) -> N
         assert used.reward.output in ("linear", "tanh") and used.reward.use_next_obs is True
         assert used.loop.active_selection is True and used.loop.seed == used.trainer.seed == 3
         assert used.run_id and used.run_dir == str(tmp_path / "r")
-        assert r.loop.net.use[2] is True and r.loop.net.ensemble_size == used.reward.ensemble_size
+        assert isinstance(r.loop.net, MLPReward) and r.loop.net.use[2] is True
+        assert r.loop.net.ensemble_size == used.reward.ensemble_size
         # a resume reads the same config back, and resolving it again changes nothing
         back = parse_args(["--resume", str(tmp_path / "r")])
         again = json.loads(json.dumps(config_to_dict(resolve(back))))

@@ -19,6 +19,7 @@ from prefrl.rewards.io import load_reward_net, read_reward_normalizer
 from prefrl.run.config import parse_args
 from prefrl.run.train import train
 from prefrl.storage.checkpoint import CheckpointDir
+from tests.narrow import present, section
 
 TINY = ["--agent.algo", "ppo", "--agent.n-steps", "64", "--agent.batch-size", "32", "--eval-episodes", "1",
         "--no-progress"]  # fmt: skip
@@ -36,7 +37,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_run_saves_the_final_normalisation_with_its_reward(source: Path) -> None:
     ckpt = CheckpointDir(source)
-    final = ckpt.read_state(ckpt.latest())["normalizer"]  # type: ignore[arg-type]
+    final = section(ckpt.read_state(present(ckpt.latest())), "normalizer")
     saved = read_reward_normalizer(source / "reward.safetensors")
     assert saved == {"normalize": True, **final} and saved["count"] > 0
 
@@ -91,7 +92,9 @@ def test_reward_from_saves_prefrls_policy_format_that_every_reader_takes(
     meta, state = read_policy(policy)
     report = json.loads((out / "report.json").read_text())
     assert (
-        meta["algo"] == "ppo" and meta["counters"]["num_timesteps"] == report["env_steps"] and state["torch"]
+        meta["algo"] == "ppo"
+        and section(meta, "counters")["num_timesteps"] == report["env_steps"]
+        and state["torch"]
     )
     # prefrl train wrote the run's page, which loads the policy to film it
     assert "warning" not in err and report["files"]["page"] == str(out / "report" / "index.html")

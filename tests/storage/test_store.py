@@ -8,15 +8,10 @@ import pytest
 import sqlalchemy as sa
 
 from prefrl.storage import schema as S
-from prefrl.storage.store import (
-    AlreadyLabelled,
-    QueryClosed,
-    QueryStore,
-    StoreError,
-    StoreVersionError,
-    UnknownQuery,
-)
+from prefrl.storage.records import AlreadyLabelled, QueryClosed, StoreError, StoreVersionError, UnknownQuery
+from prefrl.storage.store import QueryStore
 from prefrl.teachers.human import StoreTeacher, combine_answers
+from tests.narrow import present
 from tests.storage.backends import Backend
 from tests.storage.helpers import make_fragments
 
@@ -69,7 +64,7 @@ def test_poll_returns_each_answer_once_and_all_again_after_restart(backend: Back
     t = backend.teacher(run="r1")
     t.submit(make_fragments(4), np.array([[0, 1], [2, 3]]))
     t.flush()
-    user = t.store.user_for_token(t.store.add_user("ann"))
+    user = present(t.store.user_for_token(t.store.add_user("ann")))
     t.store.add_label(1, user.id, "right", 1200)
     assert len(t.poll()[0][2]) == 1
     assert t.poll() == []
@@ -87,7 +82,7 @@ def test_labels_are_never_overwritten_and_bad_answers_refused(backend: Backend) 
     t = backend.teacher(labels_per_query=2, ttl_s=3600)
     t.submit(make_fragments(2), np.array([[0, 1]]))
     t.flush()
-    a, b = (t.store.user_for_token(t.store.add_user(n)) for n in ("a", "b"))
+    a, b = (present(t.store.user_for_token(t.store.add_user(n))) for n in ("a", "b"))
     t.store.add_label(1, a.id, "left")
     assert t.pending() == 1  # needs a second labeller
     with pytest.raises(AlreadyLabelled):
@@ -104,7 +99,7 @@ def test_expired_queries_are_not_served_nor_labelled(backend: Backend) -> None:
     t = backend.teacher(ttl_s=-1.0)
     t.submit(make_fragments(2), np.array([[0, 1]]))
     t.flush()
-    user = t.store.user_for_token(t.store.add_user("a"))
+    user = present(t.store.user_for_token(t.store.add_user("a")))
     assert t.store.next_query(user.id) is None and t.pending() == 0
     with pytest.raises(QueryClosed):
         t.store.add_label(1, user.id, "left")
@@ -114,7 +109,7 @@ def test_prune_removes_old_unlabelled_clips_only(backend: Backend) -> None:
     t = backend.teacher()
     t.submit(make_fragments(8), np.arange(8).reshape(4, 2))
     t.flush()
-    user = t.store.user_for_token(t.store.add_user("a"))
+    user = present(t.store.user_for_token(t.store.add_user("a")))
     t.store.add_label(1, user.id, "left")  # clips 1 and 2 are labelled
     before = sorted(p.name for p in t.store.clip_dir.iterdir())
     assert len(before) == 16  # a video and an .npz per clip
@@ -158,7 +153,7 @@ def test_concurrent_labellers_get_distinct_queries_and_every_label_is_kept(backe
     t.submit(make_fragments(4), np.array([[0, 1], [2, 3], [1, 2], [3, 0]] * 6))  # 24 queries
     t.flush()
     store = backend.open()  # one store object shared by the threads, as in the server
-    users = [store.user_for_token(store.add_user(f"u{i}")) for i in range(6)]
+    users = [present(store.user_for_token(store.add_user(f"u{i}"))) for i in range(6)]
     got: dict[int, list[int]] = {u.id: [] for u in users}
     barrier = threading.Barrier(len(users))
 

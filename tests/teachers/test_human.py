@@ -12,6 +12,7 @@ import pytest
 
 from prefrl.teachers import AsyncTeacher, Teacher
 from prefrl.teachers.human import StoreTeacher, TerminalTeacher
+from tests.narrow import present
 from tests.storage.helpers import make_fragments
 
 
@@ -67,7 +68,7 @@ def test_store_teacher_encodes_in_the_background(tmp_path) -> None:
     # the caller may reuse its buffers at once: the worker encodes its own copy
     want = frags.arrays(pairs)
     frags.table_obs[:] = 0.0
-    frags.table_frames[:] = 0
+    present(frags.table_frames)[:] = 0
     ids = done.result(timeout=120)
     assert ids == list(range(1, 11)) and t.pending() == 10
     # a query becomes visible to labellers only with both its clips written

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from prefrl.cli.main import main
 from prefrl.training.evaluations import last_mean
+
+if TYPE_CHECKING:
+    from prefrl.training.loop import PreferenceLoop
 
 ARGS = ["--loop.total-steps", "2400", "--loop.initial-steps", "400", "--loop.iterations", "4",
         "--loop.total-labels", "12", "--loop.labels-per-round", "4", "--loop.round-interval", "1",
@@ -48,11 +52,12 @@ def test_a_warning_line_when_the_correlation_turns_negative() -> None:
 
     out = io.StringIO()
     watch, loop = CorrelationWatch(out), SimpleNamespace(env_steps=0)
+    seen = cast("PreferenceLoop", loop)  # a stand-in with only what the watch reads
     for step, r in [(1, 0.5), (2, -0.2), (3, -0.4), (4, 0.1), (5, -0.3)]:
         loop.env_steps = step * 1000
-        watch.on_iteration_end(loop, {"reward/pearson_true": r})
+        watch.on_iteration_end(seen, {"reward/pearson_true": r})
     lines = out.getvalue().splitlines()
     assert len(lines) == 2  # once each time it turns negative
     assert "at step 2000" in lines[0] and "-0.20" in lines[0] and "at step 5000" in lines[1]
-    watch.on_iteration_end(loop, {})  # no true reward measured: nothing
+    watch.on_iteration_end(seen, {})  # no true reward measured: nothing
     assert len(out.getvalue().splitlines()) == 2

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
-from prefrl.agents.learned_reward import LearnedReward, LearnedRewardVecEnv
+from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
 from prefrl.data.fragments import Fragments
@@ -18,10 +20,12 @@ from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import MLPReward
 from prefrl.teachers import SyntheticTeacher
 from prefrl.training.callbacks import LoopCallback
-from prefrl.training.loop import LoopConfig, PreferenceLoop
+from prefrl.training.config import LoopConfig
+from prefrl.training.loop import PreferenceLoop
+from tests.narrow import present
 
 
-def build(loop_cfg: LoopConfig, algo: str = "sac", teacher=None, env_id: str = "Pendulum-v1", tmp=None):  # type: ignore[no-untyped-def]
+def build(loop_cfg: LoopConfig, algo: str = "sac", teacher=None, env_id: str = "Pendulum-v1", tmp=None):
     rec = TrajectoryRecorder(make_vec_env(env_id, 1, seed=0))
     net = MLPReward(rec.observation_space, rec.action_space, hidden=(16, 16), ensemble_size=2)
     reward = LearnedReward(net)
@@ -32,7 +36,7 @@ def build(loop_cfg: LoopConfig, algo: str = "sac", teacher=None, env_id: str = "
                           recorder=rec, reward=reward, side_env=make_env(env_id), run_dir=tmp)  # fmt: skip
 
 
-def test_sac_loop_spends_the_label_budget_and_relabels(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_sac_loop_spends_the_label_budget_and_relabels(tmp_path) -> None:
     cfg = LoopConfig(total_steps=800, total_labels=6, iterations=3, initial_steps=200, fragment_length=20)
     loop = build(cfg, tmp=tmp_path)
     loop.run()
@@ -75,12 +79,13 @@ class LateTeacher:
     """An async oracle: answers a submitted batch on the second poll after it."""
 
     def __init__(self) -> None:
-        self.inner, self.queue = SyntheticTeacher("oracle"), []  # type: ignore[var-annotated]
+        self.inner = SyntheticTeacher("oracle")
+        self.queue: list[list[Any]] = []  # [fragments, pairs, polls since submitted]
 
     def submit(self, fragments: Fragments, pairs: np.ndarray) -> None:
         self.queue.append([fragments, pairs, 0])
 
-    def poll(self, all: bool = False) -> list:  # type: ignore[type-arg]
+    def poll(self, all: bool = False) -> list:
         out = []
         for q in self.queue:
             q[2] += 1
@@ -149,7 +154,7 @@ def test_terminating_env_runs_with_absorbing_clips() -> None:
     assert frags is not None and frags.arrays().dones.any(1).all()
 
 
-def test_clips_longer_than_every_episode_are_shortened_before_the_first_label(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_clips_longer_than_every_episode_are_shortened_before_the_first_label(capsys) -> None:
     cfg = LoopConfig(total_steps=700, total_labels=4, iterations=2, initial_steps=450, fragment_length=300)
     loop = build(cfg)  # Pendulum: 200-step episodes, cut by a time limit
     loop.run()
@@ -180,7 +185,8 @@ def test_sac_on_learned_reward_beats_random_on_true_reward() -> None:
     # reward on, every iteration, and high once the reward is learned
     accs = [h.get("reward/heldout_accuracy") for h in loop.state.history]
     assert accs[0] is None and all(a is not None for a in accs[1:])
-    assert np.mean(accs[-3:]) > 0.75, accs  # (clips of a good policy are close calls: not ~1)
+    last = [present(a) for a in accs[-3:]]
+    assert np.mean(last) > 0.75, accs  # (clips of a good policy are close calls: not ~1)
 
 
 class CountingEnv(gym.Wrapper):
@@ -190,7 +196,7 @@ class CountingEnv(gym.Wrapper):
         super().__init__(env)
         self.steps = 0
 
-    def step(self, action):  # type: ignore[no-untyped-def]
+    def step(self, action):
         self.steps += 1
         return self.env.step(action)
 
@@ -201,7 +207,7 @@ class IntrinsicSeen(LoopCallback):
     def __init__(self) -> None:
         self.seen: list[bool] = []
 
-    def on_env_steps(self, loop, env_steps: int) -> None:  # type: ignore[no-untyped-def]
+    def on_env_steps(self, loop, env_steps: int) -> None:
         self.seen.append(loop.reward.intrinsic is not None)
 
 
@@ -246,13 +252,13 @@ def test_active_selection_waits_for_its_warm_up_labels(ties: bool) -> None:
     chose: list[tuple[int, bool]] = []
     query = loop._query
 
-    def spy(n: int, batch):  # type: ignore[no-untyped-def]
+    def spy(n: int, batch):
         before = len(loop.dataset)
         out = query(n, batch)
         chose.append((before, "labels/disagreement_chosen" in out))
         return out
 
-    loop._query = spy  # type: ignore[method-assign]
+    loop._query = spy
     loop.run()
     assert len(loop.dataset) == 12
     if ties:  # the ensemble learned nothing to disagree about: every query stayed uniform
@@ -321,7 +327,7 @@ def test_other_agents_run_the_loop(algo: str) -> None:
 
 
 @pytest.mark.slow  # ~10 s idle; the load-an-agent path also runs in test_resume
-def test_warm_start_from_saved_policy(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_warm_start_from_saved_policy(tmp_path) -> None:
     from prefrl.agents.policy_io import load_agent, save_agent
 
     first = build(

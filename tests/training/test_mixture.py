@@ -14,6 +14,7 @@ from prefrl.selection import DisagreementSelector
 from prefrl.teachers import SyntheticTeacher
 from prefrl.training.mixture import EpisodeArchive, archive_pairs, join_queries, older_share
 from prefrl.training.queries import candidate_pairs
+from tests.narrow import present
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def test_archive_keeps_the_newest_steps_up_to_its_bound(batches) -> None:
     for b in batches:  # 400 steps each
         archive.add(b)
     assert archive.steps == 800 and archive.batches == batches[-2:]
-    assert archive.batch(50).num_steps == 800 and archive.batch(401) is None
+    assert present(archive.batch(50)).num_steps == 800 and archive.batch(401) is None
     with pytest.raises(ValueError, match="max_steps"):
         EpisodeArchive(0)
 
@@ -42,10 +43,12 @@ def test_older_half_takes_the_pairs_the_ensemble_disagrees_on_most(batches) -> N
     old = EpisodeArchive(10_000)
     for b in batches[1:]:
         old.add(b)
-    f_old, p_old = archive_pairs(net, old.batch(25), 4, 25, 5, "probability", np.random.default_rng(1))
+    f_old, p_old = archive_pairs(
+        net, present(old.batch(25)), 4, 25, 5, "probability", np.random.default_rng(1)
+    )
     assert p_old.shape == (4, 2) and f_old.length == 25
     # the chosen pairs are the top 4 of their candidates by the ensemble's disagreement
-    f_all, c_all = candidate_pairs(old.batch(25), 40, 0, 20, 25, np.random.default_rng(1))
+    f_all, c_all = candidate_pairs(present(old.batch(25)), 40, 0, 20, 25, np.random.default_rng(1))
     scores = DisagreementSelector(net, "probability").scores(f_all, c_all)
     chosen = DisagreementSelector(net, "probability").scores(f_old, p_old)
     assert np.allclose(np.sort(chosen), np.sort(scores)[-4:])

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import io
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from prefrl.training import progress
 from prefrl.training.callbacks import ProgressBar
 from prefrl.training.progress import StatusLine
+
+if TYPE_CHECKING:
+    from prefrl.training.loop import PreferenceLoop
 
 
 class FakeClock:
@@ -30,7 +35,7 @@ class Terminal(io.StringIO):
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     c = FakeClock()
-    monkeypatch.setattr(progress.time, "monotonic", c)
+    monkeypatch.setattr(time, "monotonic", c)  # the clock progress reads
     return c
 
 
@@ -41,17 +46,18 @@ def drive(
     100 steps, an iteration end every ``steps / iterations`` steps (about 3.75 minutes here)."""
     loop = SimpleNamespace(agent=object(), config=SimpleNamespace(total_steps=steps, iterations=iterations),
                            env_steps=0, iteration=0, dataset=[])  # fmt: skip
-    bar.on_start(loop)
+    seen = cast("PreferenceLoop", loop)  # a stand-in with only what the bar reads
+    bar.on_start(seen)
     per_iteration = steps // iterations
     for s in range(100, steps + 1, 100):
         clock.t += s_per_100
         loop.env_steps = s
-        bar.on_env_steps(loop, s)
+        bar.on_env_steps(seen, s)
         if s % per_iteration < 100 or s == steps:
             loop.iteration += 1
             loop.dataset = [0] * (2 * loop.iteration)
-            bar.on_iteration_end(loop, {"rollout/true_return": -150.0, "reward/val_accuracy": 0.9})
-    bar.on_end(loop)
+            bar.on_iteration_end(seen, {"rollout/true_return": -150.0, "reward/val_accuracy": 0.9})
+    bar.on_end(seen)
 
 
 @pytest.mark.parametrize("s_per_100", [1.5, 6.0])  # a 4-minute run, and a 15-minute one on a busy machine

@@ -11,6 +11,7 @@ import pytest
 
 from prefrl.cli.main import main
 from prefrl.storage.checkpoint import load_tensor_state
+from tests.narrow import array, off_policy, section
 
 ARGS = (
     "--reward.kind reed --loop.total-steps 300 --loop.iterations 2 --loop.initial-steps 200 "
@@ -21,7 +22,8 @@ ARGS = (
 
 
 def _spr_calls(checkpoint: Path) -> int:
-    return int(load_tensor_state(checkpoint / "trainer.safetensors")["trainer"]["self_predictive"]["calls"])
+    state = load_tensor_state(checkpoint / "trainer.safetensors")
+    return int(section(state, "trainer", "self_predictive")["calls"])
 
 
 def test_reed_run_logs_the_self_predictive_loss_and_resumes_with_its_trainer(tmp_path: Path) -> None:
@@ -78,15 +80,18 @@ def test_replay_sample_draws_distinct_stored_transitions_across_chunks(
     from prefrl.agents.sb3 import AgentConfig, buffer_transitions, make_agent, make_vec_env
     from prefrl.training import representation
 
-    agent = make_agent(
-        AgentConfig(algo="sac", net_arch=[8]), make_vec_env("Pendulum-v1", n_envs=2), learning_starts=500
+    agent = off_policy(
+        make_agent(
+            AgentConfig(algo="sac", net_arch=[8]), make_vec_env("Pendulum-v1", n_envs=2), learning_starts=500
+        )
     )
     agent.learn(120)  # 60 rows of 2 environments, no gradient step
     monkeypatch.setattr(representation, "CHUNK_ROWS", 16)  # several chunks of 8 rows
     sample = representation.replay_sample(agent, 50, np.random.default_rng(0))
     assert sample is not None
-    obs, acts, nxt = sample
+    obs, acts, nxt = array(sample[0]), sample[1], array(sample[2])
     all_obs, all_acts, all_nxt, _ = buffer_transitions(agent, slice(0, 60))
+    all_obs, all_nxt = array(all_obs), array(all_nxt)
     assert obs.shape == (50, 3) and acts.shape == (50, 1) and nxt.shape == (50, 3)
     rows = [int(np.flatnonzero((all_obs == o).all(1) & (all_acts == a).all(1))[0]) for o, a in zip(obs, acts)]
     assert len(set(rows)) == 50 and rows == sorted(rows)  # distinct, in buffer order

@@ -38,7 +38,7 @@ def test_decided_labels_count_neither_ties_nor_skipped_ones() -> None:
     assert decided_labels(np.zeros(0, np.float32)) == 0
 
 
-def test_json_files_are_strict(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_json_files_are_strict(tmp_path) -> None:
     obj = {"acc": float("nan"), "inf": math.inf, "np": np.float32(0.5), "list": [np.nan, 1, np.int64(3)]}
     write_json(tmp_path / "r.json", obj)
     back = _strict_load((tmp_path / "r.json").read_text())
@@ -46,7 +46,7 @@ def test_json_files_are_strict(tmp_path) -> None:  # type: ignore[no-untyped-def
     assert _strict_load(dumps({"x": np.nan})) == {"x": None}
 
 
-def test_a_run_of_ties_warns_while_running_and_in_its_report(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_of_ties_warns_while_running_and_in_its_report(tmp_path, capsys) -> None:
     teacher = SyntheticTeacher(TeacherConfig(equal=2.0))  # every pair counts as equal
     cfg = LoopConfig(total_steps=600, total_labels=12, iterations=2, initial_steps=200, fragment_length=20)
     loop = build(cfg, teacher=teacher, tmp=tmp_path)
@@ -74,7 +74,7 @@ def test_informative_labels_keep_uniform_query_clips() -> None:
     assert tie_fraction(loop.dataset.labels) == 0.0 and loop.clips.end_clip_frac(loop.labels.ties()) == 0.0
 
 
-def test_reward_files_from_before_absorbing_states_still_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_reward_files_from_before_absorbing_states_still_load(tmp_path) -> None:
     import gymnasium as gym
 
     env = gym.make("CartPole-v1")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -27,6 +28,7 @@ from prefrl.storage.runs import find_run, run_counts
 from prefrl.storage.store import QueryStore
 from prefrl.teachers.human import StoreTeacher
 from prefrl.training.budget import queries_due
+from tests.narrow import present
 from tests.storage.helpers import make_fragments
 from tests.training.test_chaos import LabellingBot
 from tests.web.server import Server
@@ -43,8 +45,8 @@ def test_lost_submits_are_asked_again_spread_over_the_remaining_iterations() -> 
     assert asked == alloc.sum() and max(due) <= 3, due  # not 2 + 4 at once
 
 
-def _web_cfg(run_dir: Path, store: Path, **kw: object) -> TrainConfig:
-    cfg = TrainConfig(run_dir=str(run_dir), teacher="web", store=str(store), **kw)  # type: ignore[arg-type]
+def _web_cfg(run_dir: Path, store: Path, **kw: Any) -> TrainConfig:
+    cfg = TrainConfig(run_dir=str(run_dir), teacher="web", store=str(store), **kw)
     return resolve_identity(cfg)  # its id (a new one with --force), as prefrl train resolves it
 
 
@@ -59,7 +61,7 @@ def test_a_new_run_never_takes_the_answers_of_an_older_run_of_the_same_name(tmp_
     old = StoreTeacher(str(db), run=first.run_id, title="pendulum")
     old.submit(make_fragments(4), np.array([[0, 1], [2, 3]])).result()
     user = old.store.add_user("ann")
-    old.store.add_label(1, old.store.user_for_token(user).id, "left")  # type: ignore[union-attr]
+    old.store.add_label(1, present(old.store.user_for_token(user)).id, "left")
     # the same name in another folder: refused, naming both ways on
     with pytest.raises(FileExistsError, match=r"--resume .*--force"):
         prepare_run_dir(_web_cfg(tmp_path / "b" / "pendulum", db))

@@ -10,8 +10,11 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+
+from tests.narrow import present
 
 
 def free_port() -> int:
@@ -45,14 +48,14 @@ class Server:
             "--port",
             str(self.port),
         ]
-        err = subprocess.PIPE if self.log is None else open(self.log, "ab")
-        self.proc = subprocess.Popen([*cmd, *self.extra], stderr=err, env=dict(os.environ))
-        if self.log is not None:
-            err.close()  # type: ignore[union-attr]
+        log = None if self.log is None else open(self.log, "ab")
+        self.proc = subprocess.Popen([*cmd, *self.extra], stderr=log or subprocess.PIPE, env=dict(os.environ))
+        if log is not None:
+            log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                out = self.proc.stderr.read().decode() if self.proc.stderr else self.log.read_text()  # type: ignore[union-attr]
+                out = self.proc.stderr.read().decode() if self.proc.stderr else present(self.log).read_text()
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {out}")
             try:
                 if httpx.get(self.url + "/api/me", timeout=1).status_code == 401:
@@ -79,7 +82,7 @@ class Server:
 class ThreadServer:
     """The same app under a real uvicorn server on loopback, in a thread of this process (fast to start)."""
 
-    def __init__(self, store: Path | str, clip_dir: Path | str | None = None, **app_kwargs: object) -> None:
+    def __init__(self, store: Path | str, clip_dir: Path | str | None = None, **app_kwargs: Any) -> None:
         import uvicorn
 
         from prefrl.storage.store import QueryStore
@@ -88,7 +91,7 @@ class ThreadServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.store = QueryStore(store, clip_dir)
-        app = create_app(self.store, **app_kwargs)  # type: ignore[arg-type]
+        app = create_app(self.store, **app_kwargs)
         # as `prefrl label` serves it: proxy headers are the app's business, not uvicorn's
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", proxy_headers=False

@@ -4,6 +4,7 @@ PostgreSQL when ``PREFRL_TEST_POSTGRES_URL`` is set)."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import httpx
 import numpy as np
@@ -73,8 +74,8 @@ def test_expired_token_is_refused(server: ThreadServer, teacher: StoreTeacher) -
 def test_bad_requests_get_clean_4xx(server: ThreadServer, tokens) -> None:
     u, h = server.url, auth(tokens["ann"])
 
-    def post(**kw: object) -> httpx.Response:
-        return httpx.post(u + "/api/labels", headers={**h, **kw.pop("headers", {})}, **kw)  # type: ignore[arg-type]
+    def post(headers: dict[str, str] | None = None, **kw: Any) -> httpx.Response:
+        return httpx.post(u + "/api/labels", headers={**h, **(headers or {})}, **kw)
 
     assert post(json={"query_id": 999, "answer": "left"}).status_code == 404
     assert post(json={"query_id": 1, "answer": "better"}).status_code == 422

@@ -11,6 +11,7 @@ from prefrl.data import PreferenceDataset
 from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import MLPReward
 from prefrl.teachers.human import StoreTeacher
+from tests.narrow import present
 from tests.storage.helpers import make_fragments
 from tests.web.browser import chromium_path, launch
 from tests.web.server import ThreadServer
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def signed_in(pw, tmp_path, url: str, token: str):  # type: ignore[no-untyped-def]
+def signed_in(pw, tmp_path, url: str, token: str):
     """A fresh Chromium profile with the labelling page open and signed in: ``(context, page)``."""
     ctx = launch(pw, tmp_path / "chromium-profile")
     page = ctx.new_page()
@@ -86,7 +87,7 @@ def test_label_in_browser_by_clicks_and_keys_then_train(tmp_path) -> None:
     before = [p.detach().clone() for p in trained]
     RewardTrainer(net, RewardTrainerConfig(epochs=300, val_fraction=0.0, batch_size=8)).train(ds)
     assert all(not torch.equal(a, b) for a, b in zip(before, trained))
-    arr = ds.fragments.arrays(ds.pairs)  # [6, 2, L, ...]
+    arr = present(ds.fragments).arrays(ds.pairs)  # [6, 2, L, ...]
     r, _ = net.predict(arr.obs, arr.acts, arr.next_obs, arr.dones)
     ret = r.sum(-1)  # [6, 2]
     assert np.array_equal(ret[:, 0] > ret[:, 1], ds.labels > 0.5)
