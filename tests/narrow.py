@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -30,11 +29,6 @@ def off_policy(agent: BaseAlgorithm) -> OffPolicyAlgorithm:
 def replay_buffer(agent: BaseAlgorithm) -> ReplayBuffer:
     """The replay buffer of an off-policy ``agent``."""
     return present(off_policy(agent).replay_buffer, "the agent's replay buffer")
-
-
-def frame(env: gym.Env[Any, Any]) -> np.ndarray:
-    """``env.render()``, asserted to be one RGB array (``render_mode="rgb_array"``)."""
-    return array(env.render())
 
 
 def array(value: object) -> np.ndarray:
