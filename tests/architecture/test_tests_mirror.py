@@ -54,7 +54,10 @@ CAPABILITIES: dict[str, dict[str, str]] = {
     },
     "data": {"episode_ends": "falls and goals continue in an absorbing state, time limits never do"},
     "envs": {"box2d": "Box2D tasks install with the package and train"},
-    "interpret": {"metrics_csv": "a garbage metrics.csv is one line naming it, from report and interpret"},
+    "interpret": {
+        "coinrun_saliency": "a CoinRun reward's saliency falls on the coin",
+        "metrics_csv": "a garbage metrics.csv is one line naming it, from report and interpret",
+    },
     "preference_env": {"default_reward": "the wrapper's default reward network is prefrl train's"},
     "rewards": {"crafted_reward": "crafted reward files are one line naming the file, through the CLI"},
     "run": {
