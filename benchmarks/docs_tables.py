@@ -1,4 +1,5 @@
-"""Every table of the benchmark docs, generated from the result files in ``benchmarks/results/``.
+"""Every table of the benchmark docs (and docs/interpret.md's CoinRun table), generated from the result
+files in ``benchmarks/results/``.
 
     python benchmarks/docs_tables.py            # write the tables into the docs
     python benchmarks/docs_tables.py --check    # exit 1 where a doc differs from the results
@@ -38,7 +39,11 @@ from typing import Any, NamedTuple
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results"
-DOCS = (REPO / "docs" / "benchmarks.md", *sorted((REPO / "docs" / "benchmarks").glob("*.md")))
+DOCS = (
+    REPO / "docs" / "benchmarks.md",
+    *sorted((REPO / "docs" / "benchmarks").glob("*.md")),
+    REPO / "docs" / "interpret.md",  # the CoinRun table
+)
 OPEN = re.compile(r"^<!-- generated: (?P<name>[\w.-]+) -->\s*$")
 CLOSE = "<!-- end generated: {name} -->"
 
@@ -497,6 +502,28 @@ def image_reward(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def coinrun(res: Results) -> str:
+    """A CoinRun reward from preferences beside its supervised twin (``coinrun.py``): ranking of
+    clips that reach the coin, saliency on the coin and the reward kept with the coin painted out."""
+    r = json.loads((res.root / "coinrun" / "coinrun.json").read_text())
+    trained = {"preference": f"{r['labels']:,} oracle labels",
+               "supervised": f"true reward of {r['train']['steps']:,} steps"}  # fmt: skip
+    rows = []
+    for name, v in r["rewards"].items():
+        for where in ("held_out", "unseen_levels"):
+            m = v[where]
+            sal = m["saliency_on_coin"]
+            rows.append([
+                name, trained.get(name, ""), where.replace("_", " "), f"{m['coin_accuracy']:.3f}",
+                f"{m['coin_vs_death']:.3f}", f"{sal['gradient']:.3f}", f"{sal['integrated_gradients']:.3f}",
+                f"{m['saliency_chance']:.3f}", f"{m['without_coin']:.2f}", f"{v['fit_s']:.0f}",
+            ])  # fmt: skip
+    head = ["reward", "trained on", "clips of", "coin clips ranked first", "vs deaths",
+            "saliency on coin: gradient", "integrated gradients", "flat map", "reward kept without coin",
+            "fit s"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 # ------------------------------------------------------------------------------ registry
 TABLES: dict[str, Callable[[Results], str]] = {
     "at-a-glance": at_a_glance,
@@ -508,6 +535,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "backends": backends,
     "atari": atari,
     "image-reward": image_reward,
+    "coinrun": coinrun,
     **COMPARISONS,
 }
 """Table name (as the doc markers write it) -> the function that renders it from the results.
