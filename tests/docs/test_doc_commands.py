@@ -104,6 +104,10 @@ ATARI_SHORT = tuple(
 IMAGE_REWARD_SHORT = tuple(
     "--labels 8 --steps 2 --train-steps 200 --test-steps 100 --eval-pairs 10 --draws 1".split()
 )
+COINRUN_SHORT = tuple(
+    "--labels 8 --steps 2 --random-steps 300 --hold-steps 600 --test-clips 50 --saliency-frames 8 "
+    "--supervised-epochs 1 --ig-steps 2".split()
+)  # enough right+jump steps that some held-out episode takes the coin (coin_endings.npz)
 REWARD_LEARNING_SHORT = tuple("--threads 1 --epochs 1 --rounds 1".split())
 MOVING_DOT_SHORT = tuple(
     "--total-timesteps 256 --n-steps 64 --eval-episodes 1 --total-labels 20 --learned-after 1".split()
@@ -354,6 +358,16 @@ RULES: tuple[Rule, ...] = (
         lambda a: [*a, *IMAGE_REWARD_SHORT, *(["--out", "image_reward.json"] if has(a, "--out") else [])],
         slow=lambda a: "ALE/" in " ".join(a),
         outputs=lambda a: ["image_reward.json"] if has(a, "--out") else [],
+    ),
+    Rule(  # a few clips, labels and optimiser steps; the result file into the sandbox, not results/
+        "benchmarks/coinrun.py",
+        script_is("benchmarks/coinrun.py"),
+        lambda a: [*a, *COINRUN_SHORT, *(["--out", "coinrun.json"] if has(a, "--out") else [])],
+        slow=lambda a: True,  # needs the Procgen extra
+        outputs=lambda a: [
+            *(["coinrun.json"] if has(a, "--out") else []),
+            *([f"{opt(a, '--save')}/preference.safetensors"] if has(a, "--save") else []),
+        ],
     ),
     Rule(  # the table of what finished, in the sandbox (result files copied nowhere)
         "benchmarks/frontier.py --table",
@@ -827,6 +841,11 @@ class World:
             _trajectories(d / variant, "Pendulum-v1", n_episodes=2)
         elif variant == "t-image.npz":
             _trajectories(d / variant, "prefrl/MovingDot-v0", n_steps=64)
+        elif variant == "runs/coinrun":  # benchmarks/coinrun.py's rewards and episodes, a tiny budget
+            script = str(REPO / "benchmarks" / "coinrun.py")
+            argv = [sys.executable, script, *COINRUN_SHORT, "--save", str(d / variant)]
+            p = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=SLOW_TIMEOUT_S)
+            assert p.returncode == 0, f"building a resource: {shlex.join(argv)}\n{p.stderr[-3000:]}"
         return d / variant
 
     def provide(self, key: str, words: Sequence[str], box: Path) -> None:
@@ -850,7 +869,7 @@ class World:
 # Paths as written in the docs; World.build makes each.
 RESOURCES = (
     "runs/Pendulum-v1-sac-doc", "runs/grid", "pendulum.json", "pend.npz", "runs/labels.db",
-    "a.safetensors", "b.safetensors", "r.safetensors", "cnn.safetensors", "t.npz",
+    "a.safetensors", "b.safetensors", "r.safetensors", "cnn.safetensors", "t.npz", "runs/coinrun",
 )  # fmt: skip
 
 
