@@ -1,7 +1,8 @@
 """See what a learned reward rewards: evaluation, plots, attribution, shaping (docs/interpret.md).
 
 Submodules: ``evaluation`` (EPIC, correlations, held-out accuracy), ``plots``, ``report``,
-``attribution``, ``shaping``, ``supervised``, ``tabular``, ``sources``, ``rewardfn``.
+``attribution``, ``objects`` (an object found by colour, attribution near it), ``shaping``, ``supervised``,
+``tabular``, ``sources``, ``rewardfn``.
 """
 
 from prefrl.interpret.evaluation import (
