@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
@@ -35,7 +35,7 @@ SelfPredictiveNet = ReedReward | CNNReward
 """The networks with a self-predictive objective (a CNNReward only when built with it)."""
 
 
-def has_self_predictive(net: object) -> bool:
+def has_self_predictive(net: object) -> TypeGuard[SelfPredictiveNet]:
     """Whether ``net`` has the self-predictive objective: every :class:`ReedReward`, and a
     :class:`CNNReward` built with ``self_predictive``."""
     return isinstance(net, ReedReward) or (isinstance(net, CNNReward) and net.has_self_predictive)

@@ -71,7 +71,6 @@ class SelfPrediction:
         ``config.self_predictive`` is on, else ``None``."""
         if not config.self_predictive or not has_self_predictive(net):
             return None
-        assert isinstance(net, SelfPredictiveNet)
         return cls(net, config)
 
     def update(
