@@ -8,10 +8,11 @@ true-reward return averaged over the seeds of that environment, as in
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, TypeGuard
 
 import numpy as np
 
@@ -164,25 +165,92 @@ def collect(out: Path, learned: Sequence[GridCell], oracle: Sequence[GridCell], 
     return rows
 
 
+SEED_SPREAD = 0.3
+"""Seeds disagree when their scores, each capped at :data:`SCORE_CAP`, span more than this."""
+
+SCORE_CAP = 1.0
+"""Scores above this count as this much when seeds are compared: a seed whose agent beat the one
+trained on the true reward worked, and by how much says nothing about the others failing."""
+
+FAILED_SEED = 0.5
+"""A worst seed below this under a median of at least :data:`GOOD_MEDIAN` is a failure that the
+median hides: the seeds disagree whatever their spread."""
+
+GOOD_MEDIAN = 0.8
+"""The median at which a failed seed (:data:`FAILED_SEED`) is hidden by it."""
+
+ENOUGH_SEEDS = 5
+"""Seeds a result whose seeds disagree needs before its median is read as a figure."""
+
+
+def _scored(x: float | None) -> TypeGuard[float]:
+    return x is not None and not math.isnan(x)
+
+
+def worst_seed(scores: Sequence[float | None], seeds: Sequence[int]) -> tuple[float, int] | None:
+    """The lowest score and its seed (the first such seed where two tie); ``None`` when no seed
+    has a score (``None`` or NaN: the reference returns were equal)."""
+    scored = [(float(x), int(s)) for x, s in zip(scores, seeds, strict=True) if _scored(x)]
+    return min(scored) if scored else None
+
+
+def seeds_disagree(scores: Sequence[float | None]) -> bool:
+    """Whether the seeds' scores disagree: capped at :data:`SCORE_CAP`, they span more than
+    :data:`SEED_SPREAD`, or the worst is below :data:`FAILED_SEED` while the median is at least
+    :data:`GOOD_MEDIAN`. One scored seed cannot disagree.
+
+    >>> seeds_disagree([0.9, 0.95, 0.2]), seeds_disagree([1.0, 1.6, 0.85]), seeds_disagree([0.7])
+    (True, False, False)
+    """
+    s = np.asarray([x for x in scores if _scored(x)], dtype=float)
+    if len(s) < 2:
+        return False
+    capped = np.minimum(s, SCORE_CAP)
+    spread = float(capped.max() - capped.min())
+    return spread > SEED_SPREAD or (float(s.min()) < FAILED_SEED and float(np.median(s)) >= GOOD_MEDIAN)
+
+
+def needs_more_seeds(scores: Sequence[float | None]) -> bool:
+    """Whether a result's seeds disagree (:func:`seeds_disagree`) and it has fewer than
+    :data:`ENOUGH_SEEDS` of them: run :data:`ENOUGH_SEEDS` before reading its median."""
+    return len(scores) < ENOUGH_SEEDS and seeds_disagree(scores)
+
+
+def disagreement_rule() -> str:
+    """The rule of :func:`needs_more_seeds` in words, from its constants."""
+    return (
+        f"seeds whose scores (capped at {SCORE_CAP:g}) span more than {SEED_SPREAD:g}, or whose worst "
+        f"is below {FAILED_SEED:g} under a median of at least {GOOD_MEDIAN:g}, disagree; "
+        f"with fewer than {ENOUGH_SEEDS} seeds such a row needs {ENOUGH_SEEDS}"
+    )
+
+
 def summary_table(rows: list[Row]) -> str:
-    """Markdown: median score, range and seeds per environment, agent, teacher and budget."""
+    """Markdown: median score, the worst seed (its score and which), range and seeds per
+    environment, agent, teacher and budget, and whether the seeds disagree
+    (:func:`seeds_disagree`; ``run 5 seeds`` where fewer than :data:`ENOUGH_SEEDS` ran)."""
     groups: dict[tuple[str, str, str, int, int], list[Row]] = {}
     for r in rows:
         groups.setdefault((r["env"], r["agent"], r["teacher"], r["labels"], r["steps"]), []).append(r)
     lines = [
-        "| environment | agent | teacher | labels | steps | seeds | median score | score range "
-        "| median return | true-reward return | random return | median wall time |",
-        "|" + "---|" * 12,
+        "| environment | agent | teacher | labels | steps | seeds | median score | worst seed | score range "
+        "| median return | true-reward return | random return | median wall time | seeds disagree |",
+        "|" + "---|" * 14,
     ]
     for (env, agent, teacher, labels, steps), rs in sorted(groups.items()):
         scores = [r["score"] for r in rs if r["score"] is not None]
         med = f"**{np.median(scores):.2f}**" if scores else "–"
+        worst = worst_seed([r["score"] for r in rs], [r["seed"] for r in rs])
+        low = "–" if worst is None else f"{worst[0]:.2f} (seed {worst[1]})"
         rng = f"{min(scores):.2f}–{max(scores):.2f}" if scores else "–"
         ref = rs[0]["true_reward_return"]
+        disagree = "–"
+        if seeds_disagree(scores):
+            disagree = f"yes: run {ENOUGH_SEEDS} seeds" if needs_more_seeds(scores) else "yes"
         lines.append(
-            f"| {env} | {agent} | {teacher} | {labels} | {steps:,} | {len(rs)} | {med} | {rng} "
+            f"| {env} | {agent} | {teacher} | {labels} | {steps:,} | {len(rs)} | {med} | {low} | {rng} "
             f"| {np.median([r['return'] for r in rs]):.1f} | {'–' if ref is None else f'{ref:.1f}'} "
-            f"| {rs[0]['random_return']:.1f} | {np.median([r['wall_s'] for r in rs]):.0f} s |"
+            f"| {rs[0]['random_return']:.1f} | {np.median([r['wall_s'] for r in rs]):.0f} s | {disagree} |"
         )
     return "\n".join(lines)
 
