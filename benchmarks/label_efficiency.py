@@ -45,7 +45,7 @@ from prefrl.run.sweep import (
     run_cells,
 )
 from prefrl.run.sweep import apply_options as apply_sweep_options
-from prefrl.run.sweep_report import normalized_score
+from prefrl.run.sweep_report import normalized_score, worst_seed
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import PRESETS
 from prefrl.training.config import LoopConfig
@@ -376,7 +376,9 @@ def train_wall(result: dict[str, Any]) -> float:
 
 
 def combine(out: Path, random_ret: float) -> dict[str, object]:
-    """Scores from every ``seed<k>-learned.json`` / ``seed<k>-oracle.json`` in ``out``."""
+    """Scores from every ``seed<k>-learned.json`` / ``seed<k>-oracle.json`` in ``out``: the median,
+    every seed's, and the worst seed's (``worst_normalized_score``, ``worst_seed``: results
+    combined before they were recorded have ``scores`` and ``seeds``, and readers compute it)."""
 
     def load(side: str) -> dict[int, dict[str, float]]:
         return {seed_of(p): json.loads(p.read_text()) for p in sorted(out.glob(f"seed*-{side}.json"))}
@@ -388,6 +390,7 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     seeds = sorted(learned)
     scores = [normalized_score(learned[s]["return"], oracle_mean, random_ret) for s in seeds]
     scores = [float("nan") if x is None else x for x in scores]
+    worst = worst_seed(scores, seeds)  # the seed a median hides (None: no seed scored)
     wall_l = float(np.mean([train_wall(v) for v in learned.values()]))
     wall_o = float(np.mean([train_wall(v) for v in oracle.values()]))
     cpu = {k: [v["cpu_s"] for v in d.values() if "cpu_s" in v] for k, d in (("l", learned), ("o", oracle))}
@@ -415,6 +418,8 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
         "oracle_return": oracle_mean, "random_return": random_ret,
         "learned_train_wall_s": wall_l, "oracle_train_wall_s": wall_o, "wall_ratio": wall_l / wall_o,
         "cpu_ratio": cpu_ratio, **extra,
+        "worst_normalized_score": float("nan") if worst is None else worst[0],
+        "worst_seed": None if worst is None else worst[1],
     }  # fmt: skip
 
 

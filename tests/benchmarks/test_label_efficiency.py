@@ -130,6 +130,9 @@ def test_committed_per_seed_files_combine_to_the_committed_result(tmp_path: Path
     res = _last_json(capsys)
     old = json.loads((COMMITTED / "result.json").read_text())
     assert res.pop("eval") == "deterministic"  # recorded since the evaluation rule; Pendulum's is unchanged
+    # recorded since issue 48: the worst seed, as readers compute it from the committed scores and seeds
+    worst, seed = min(zip(old["scores"], old["seeds"]))
+    assert res.pop("worst_normalized_score") == pytest.approx(worst) and res.pop("worst_seed") == seed
     assert set(res) == set(old) and json.loads((out / "result.json").read_text())["seeds"] == res["seeds"]
     for k, v in old.items():
         if k != "wall_s":
