@@ -27,6 +27,7 @@ STREAMS = {
     "fresh_agent": "environments and agent of --final-agent-steps",
     "pseudo_labels": "unlabelled clips for the trainer's pseudo-labels, per iteration",
     "heldout": "clip pairs of reward/heldout_accuracy, per iteration",
+    "watch": "steps the run watch scores (watch/* metrics), per iteration",
     "page_random": "random-action episodes of a run's page and of prefrl inspect",
     "page_pairs": "fresh clip pairs whose disagreements a run's page shows",
     "coverage_actions": "actions of the space-sample coverage of prefrl evaluate-reward",

@@ -249,20 +249,23 @@ class RewardTrainer:
         self.stats_seen = int(ds.next_id)
 
     @torch.no_grad()
-    def _score_fresh(self, ds: PreferenceDataset) -> None:
+    def _score_fresh(self, ds: PreferenceDataset) -> tuple[int, int]:
         """Trust gate: the model as it stands (before this call trains or updates its input
         normalisation) guesses the side of each label added since the last call; the outcomes
-        go to :attr:`trust`. Nothing is scored in the first call (no trained model yet)."""
+        go to :attr:`trust`. Nothing is scored in the first call (no trained model yet).
+        Returns (labels guessed right, labels scored) of this call."""
         idx = self.trust.take_new(ds)  # [n] the newest non-tied new labels
         if self.calls == 0 or not len(idx) or ds.fragments is None:
-            return
+            return 0, 0
         used, inv = np.unique(ds.pairs[idx], return_inverse=True)
         feats = encode_fragments(self.net, ds.fragments, used)
         self.net.eval()
         rews = self.net.score(gather(feats, torch.as_tensor(inv.reshape(-1, 2), device=self.net.device)))
         p = torch.sigmoid(preference_logits(rews, self.config.discount)).mean(0)  # [n] ensemble-mean P(first)
         side = np.sign(p.cpu().numpy() - 0.5)  # 0: no opinion, never right
-        self.trust.record(side == np.sign(ds.labels[idx] - 0.5))
+        hits = side == np.sign(ds.labels[idx] - 0.5)
+        self.trust.record(hits)
+        return int(hits.sum()), len(idx)
 
     def train(
         self, dataset: PreferenceDataset, epoch_multiplier: float = 1.0, unlabelled: Fragments | None = None
@@ -288,7 +291,7 @@ class RewardTrainer:
                 "the reward network's parameters were replaced after the trainer was built "
                 "(e.g. by .to(device) or .double()); build the RewardTrainer after moving the network"
             )
-        self._score_fresh(dataset)
+        fresh_hits, fresh_n = self._score_fresh(dataset)
         pseudo_ok = self.calls > 0 and self.trust.trusts(c.pseudo_min_accuracy)
         filter_ok = self.calls > 0 and self.trust.trusts(c.filter_min_accuracy)
         if c.update_normalization:
@@ -417,6 +420,7 @@ class RewardTrainer:
             **(filtered if c.noise_filter else {}),
             **({"pseudo_label_frac": (pseudo[1] / pseudo[0].clamp_min(1)).item()} if pseudo_on else {}),
             **({} if self.trust.accuracy is None else {"fresh_accuracy": self.trust.accuracy}),
+            **({"fresh_hits": float(fresh_hits), "fresh_n": float(fresh_n)} if fresh_n else {}),
             **({"pseudo_trusted": float(pseudo_ok)} if c.pseudo_label_ratio > 0 else {}),
             **({"filter_trusted": float(filter_ok)} if c.noise_filter else {}),
         }

@@ -185,6 +185,13 @@ class RewardNet(nn.Module):
         return to_tensor(obs, dev), acts_t, to_tensor(next_obs, dev), to_tensor(dones, dev)
 
     @torch.no_grad()
+    def predict_members(
+        self, obs: RawBatch, acts: Array, next_obs: RawBatch, dones: Array | None = None
+    ) -> np.ndarray:
+        """Each member's reward ``[E, *lead]`` as NumPy, from NumPy or tensor inputs."""
+        return self(*self._inputs(obs, acts, next_obs, dones)).cpu().numpy()
+
+    @torch.no_grad()
     def predict(
         self, obs: RawBatch, acts: Array, next_obs: RawBatch, dones: Array | None = None
     ) -> tuple[np.ndarray, np.ndarray]:

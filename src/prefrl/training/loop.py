@@ -57,6 +57,7 @@ from prefrl.training.closing import close_queries, shows_progress, status_line
 from prefrl.training.config import LoopConfig, LoopState, resolve_selection
 from prefrl.training.labels import Labels
 from prefrl.training.reward_fit import RewardFit
+from prefrl.training.watch import RunWatch
 
 __all__ = ["LoopConfig", "PreferenceLoop"]  # the config, importable with the loop as the tutorial does
 
@@ -111,6 +112,7 @@ class PreferenceLoop:
         self.callbacks = list(callbacks)
         self.progress = LoopProgress()
         self.fit = RewardFit(reward_net, trainer, config, self.run_dir)
+        self.watch = RunWatch(reward_net, config.seed)
         self.labels = Labels(config, teacher, dataset, self.run_dir, on_new=self._labels_added)
         self.clips = Clips(config, reward_net, recorder, trajectories, side_env)
         self.agent_step = AgentStep(agent, config, on_steps=self._env_steps_done)
@@ -225,6 +227,8 @@ class PreferenceLoop:
         if self.clips.trajectories is None and batch.rews is not None and batch.num_steps:
             m["rollout/true_return"] = float(np.mean(batch.episode_returns()))
             m.update(self.fit.measure(batch, i, self.clips.length))
+        if self.clips.trajectories is None and self.fit.trainer.calls > 0:
+            m.update(self.watch.measure(batch, self.dataset, i))  # needs no true reward
         due = self.labels.budget.due(i)  # lost submits: spread, not in a lump
         if due:
             m.update(self._query(due, batch))  # saved its metrics with the labels

@@ -1,0 +1,133 @@
+"""Signs that a run is going wrong, read without the true reward (so they work with people).
+
+Each iteration, before the reward trains on the agent's newest episodes, :class:`RunWatch`
+measures the current reward on them (``watch/*`` in ``metrics.csv``):
+
+``watch/agreement``
+    Mean pairwise Pearson correlation of the ensemble members' per-step rewards on the newest
+    steps. Near 1: the members rank the agent's steps alike. Low: the ensemble is split on
+    exactly the behaviour the agent is learning.
+``watch/novelty``
+    Mean ensemble std on the newest steps over the mean ensemble std on the labelled clips'
+    steps. Above 1: the agent is where the labels do not reach.
+``watch/learned_gain``
+    How much more the current reward pays the newest steps than the previous iteration's, in
+    units of the per-step reward's std. The agent believes it is improving when this is
+    positive; a gain while agreement falls is the reward being exploited.
+
+The reward fit adds ``reward/fresh_accuracy`` (the model's guesses on the labels that came
+since the previous fit, before it trains on them: the trust record of
+:mod:`prefrl.preference.trust`; ``reward/fresh_hits`` and ``reward/fresh_n`` per fit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from prefrl.data.arrays import obs_map
+from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.rewards.nets import RewardNet
+from prefrl.seeding import stream
+
+SAMPLE_STEPS = 2048
+"""At most this many steps of each batch (and of the labelled clips) are scored."""
+
+
+@dataclass(frozen=True)
+class Steps:
+    """A sample of transitions, ready for :meth:`RewardNet.predict_members`: ``obs`` and
+    ``next_obs`` ``[n, ...]`` (or dicts of them), ``acts`` ``[n, ...]``, ``dones`` ``[n]``."""
+
+    obs: object
+    acts: np.ndarray
+    next_obs: object
+    dones: np.ndarray
+
+    def members(self, net: RewardNet) -> np.ndarray:
+        """Each member's reward ``[E, n]``."""
+        return net.predict_members(self.obs, self.acts, self.next_obs, self.dones)  # type: ignore[arg-type]
+
+
+def batch_steps(batch: TrajectoryBatch, rng: np.random.Generator, n: int = SAMPLE_STEPS) -> Steps | None:
+    """Up to ``n`` transitions of ``batch`` drawn without replacement; ``None`` if it has none."""
+    rows = batch.step_rows
+    if len(rows) == 0:
+        return None
+    if len(rows) > n:
+        rows = np.sort(rng.choice(rows, n, replace=False))
+    nxt = rows + 1
+    return Steps(obs_map(lambda a: a[rows], batch.obs), batch.acts[rows],
+                 obs_map(lambda a: a[nxt], batch.obs), batch.dones[rows])  # fmt: skip
+
+
+def labelled_steps(
+    dataset: PreferenceDataset, rng: np.random.Generator, n: int = SAMPLE_STEPS
+) -> Steps | None:
+    """Up to ``n`` real (not absorbing) steps of the labelled clips; ``None`` without labels."""
+    frags = dataset.fragments
+    if frags is None or len(dataset) == 0:
+        return None
+    used = np.unique(dataset.pairs)
+    clips = -(-n // frags.length)  # enough clips for n steps: never materialise them all (images)
+    if len(used) > clips:
+        used = np.sort(rng.choice(used, clips, replace=False))
+    fa = frags.arrays(used)  # [u, L, ...]
+    real = np.argwhere(~fa.absorbing)  # [k, 2] (clip, step)
+    if len(real) == 0:
+        return None
+    if len(real) > n:
+        real = real[np.sort(rng.choice(len(real), n, replace=False))]
+    i, t = real[:, 0], real[:, 1]
+    return Steps(obs_map(lambda a: a[i, t], fa.obs), fa.acts[i, t],
+                 obs_map(lambda a: a[i, t], fa.next_obs), fa.dones[i, t])  # fmt: skip
+
+
+def agreement(members: np.ndarray) -> float:
+    """Mean pairwise Pearson correlation of ``members`` ``[E, n]`` (rows with no spread are
+    left out); NaN with fewer than two rows that vary."""
+    r = members[members.std(1) > 0]
+    if len(r) < 2 or r.shape[1] < 2:
+        return float("nan")
+    c = np.corrcoef(r)
+    return float(c[np.triu_indices(len(r), 1)].mean())
+
+
+class RunWatch:
+    """Measures the ``watch/*`` signals each iteration (see the module docstring).
+
+    Args:
+        net: the reward being learned.
+        seed: the run's seed (the step samples come from a stream of their own).
+
+    The previous iteration's step sample (for ``learned_gain``) is not checkpointed: the first
+    iteration after a resume has no gain.
+    """
+
+    def __init__(self, net: RewardNet, seed: int) -> None:
+        self.net, self.seed = net, seed
+        self.previous: Steps | None = None
+
+    def measure(self, batch: TrajectoryBatch, dataset: PreferenceDataset, iteration: int) -> dict[str, float]:
+        """The signals on ``batch`` (the newest episodes) under the reward as it stands."""
+        rng = stream(self.seed, "watch", iteration)
+        new = batch_steps(batch, rng)
+        previous, self.previous = self.previous, new
+        if new is None or len(dataset) == 0:
+            return {}
+        members = new.members(self.net)  # [E, n]
+        out = {"watch/agreement": agreement(members)}
+        labelled = labelled_steps(dataset, rng)
+        if labelled is not None and members.shape[0] > 1:
+            spread = float(labelled.members(self.net).std(0).mean())
+            if spread > 0:
+                out["watch/novelty"] = float(members.std(0).mean()) / spread
+        if previous is not None:
+            old = previous.members(self.net).mean(0)
+            now = members.mean(0)
+            scale = float(np.concatenate([old, now]).std())
+            if scale > 0:
+                out["watch/learned_gain"] = float(now.mean() - old.mean()) / scale
+        return out

@@ -1,0 +1,87 @@
+"""The run watch: signs of a run going wrong, read without the true reward."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from prefrl.agents.rollout import collect_episodes
+from prefrl.agents.sb3 import make_env
+from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.fragments import sample_fragments
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.preference import RewardTrainer, RewardTrainerConfig
+from prefrl.rewards import MLPReward
+from prefrl.training.config import LoopConfig
+from prefrl.training.watch import RunWatch, agreement, batch_steps
+from tests.training.test_loop import build
+
+
+def test_agreement_reads_how_alike_the_members_rank_the_steps() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=500)
+    alike = np.stack([base, 2 * base + 1, base + 0.01 * rng.normal(size=500)])
+    assert agreement(alike) > 0.99  # scale and shift do not count as disagreement
+    split = np.stack([base, -base, rng.normal(size=500)])
+    assert agreement(split) < 0.0
+    assert np.isnan(agreement(base[None]))  # one member: nothing to compare
+    assert np.isnan(agreement(np.stack([base, np.zeros(500)])))  # a flat member is left out
+
+
+def _pendulum(episodes: int, seed: int, scale: float = 1.0) -> TrajectoryBatch:
+    batch = collect_episodes(make_env("Pendulum-v1"), n_episodes=episodes, seed=seed)
+    if scale != 1.0:
+        batch = TrajectoryBatch(batch.obs * scale, batch.acts, batch.rews, batch.lengths,
+                                batch.terminated, batch.truncated)  # fmt: skip
+    return batch
+
+
+def _fitted(batch: TrajectoryBatch) -> tuple[MLPReward, PreferenceDataset]:
+    env = make_env("Pendulum-v1")
+    torch.manual_seed(0)
+    net = MLPReward(env.observation_space, env.action_space, hidden=(32, 32), ensemble_size=4)
+    rng = np.random.default_rng(0)
+    frags, _ = sample_fragments(batch, 60, 20, rng)
+    pairs = rng.choice(len(frags), size=(40, 2), replace=False if len(frags) >= 80 else True)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    ret = frags.returns()
+    labels = (ret[pairs[:, 0]] > ret[pairs[:, 1]]).astype(np.float32)
+    ds = PreferenceDataset()
+    ds.add(frags, pairs, labels)
+    RewardTrainer(net, RewardTrainerConfig(epochs=30)).train(ds)
+    return net, ds
+
+
+def test_novelty_rises_where_the_labels_do_not_reach_and_gain_reads_the_learned_reward() -> None:
+    seen = _pendulum(4, seed=0)
+    net, ds = _fitted(seen)
+    watch = RunWatch(net, seed=0)
+    near = watch.measure(_pendulum(2, seed=1), ds, 0)
+    assert set(near) == {"watch/agreement", "watch/novelty"}  # no previous batch yet: no gain
+    assert near["watch/agreement"] > 0.5  # trained members agree on steps like the labelled ones
+    far = RunWatch(net, seed=0).measure(_pendulum(2, seed=1, scale=6.0), ds, 0)
+    assert far["watch/novelty"] > 2 * near["watch/novelty"]  # states no label covers
+    # the same steps twice: no gain; then steps the reward pays more: a positive gain
+    again = watch.measure(_pendulum(2, seed=1), ds, 1)
+    assert abs(again["watch/learned_gain"]) < 1e-6
+    rng = np.random.default_rng(0)
+    good, bad = _pendulum(6, seed=2), _pendulum(2, seed=1)
+    g, b = batch_steps(good, rng), batch_steps(bad, rng)
+    assert g is not None and b is not None
+    paid_more = g.members(net).mean() > b.members(net).mean()
+    w = RunWatch(net, seed=0)
+    w.measure(bad, ds, 0)
+    gain = w.measure(good, ds, 1)["watch/learned_gain"]
+    assert (gain > 0) == paid_more and gain != 0
+
+
+def test_the_loop_logs_the_watch_every_iteration_after_the_first_fit() -> None:
+    cfg = LoopConfig(total_steps=800, total_labels=6, iterations=3, initial_steps=200, fragment_length=20)
+    loop = build(cfg)
+    loop.run()
+    rows = loop.state.history
+    assert "watch/agreement" not in rows[0]  # nothing fitted before the first iteration's labels
+    for row in rows[1:]:
+        assert -1.0 <= row["watch/agreement"] <= 1.0 and row["watch/novelty"] > 0
+    assert "watch/learned_gain" in rows[2]
+    assert rows[1]["reward/fresh_n"] >= 1 and 0 <= rows[1]["reward/fresh_hits"] <= rows[1]["reward/fresh_n"]
