@@ -6,7 +6,7 @@ Reads every ``result.json`` of ``label_efficiency.py`` below the folder that ran
 preset (``--method``; older results, run with older defaults, are left to ``summarize.py``)
 with nothing else changed, and prints a Markdown table: one row per environment,
 teacher, label budget and step count, one column per method, each cell the median score
-over seeds with its range and seed count. ``--write`` puts the table into a Markdown file
+over seeds with its worst seed and seed count. ``--write`` puts the table into a Markdown file
 between ``<!-- generated: ablation -->`` and ``<!-- end generated: ablation -->`` (the docs get it,
 with every other table, from ``docs_tables.py``); ``--plot`` draws score against labels, one
 panel per environment and teacher, one line per method.
@@ -71,9 +71,10 @@ def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> 
 
 
 def cell(scores: list[float]) -> str:
+    """``**median** (worst W, n seeds)``: a median hides a failed seed, so the worst is named."""
     s = np.asarray(scores)
-    spread = f" ({s.min():.2f}–{s.max():.2f})" if len(s) > 1 else ""
-    return f"**{np.median(s):.2f}**{spread} n={len(s)}"
+    seeds = f"worst {s.min():.2f}, {len(s)} seeds" if len(s) > 1 else "1 seed"
+    return f"**{np.median(s):.2f}** ({seeds})"
 
 
 def rows(

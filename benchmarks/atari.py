@@ -375,7 +375,7 @@ def plot(task: str, t: dict[str, Any], path: Path) -> None:
 
 def markdown(table: dict[str, Any]) -> str:
     """One row per game: per side the seeds' scores (running ones with their steps), and the
-    median normalised score."""
+    median normalised score with the worst seed's."""
 
     def cell(runs: dict[int, dict[str, Any]]) -> str:
         if not runs:
@@ -385,6 +385,9 @@ def markdown(table: dict[str, Any]) -> str:
             for _, r in sorted(runs.items())
         ]
         return ", ".join(parts)
+
+    def worst(norm: dict[int, float]) -> str:  # a median hides a failed seed: name the worst
+        return f"worst {min(norm.values()):.2f}, {len(norm)} seeds" if len(norm) > 1 else "1 seed"
 
     head = ["game", "labels / steps", "random", "learned reward (seeds)", "true reward (seeds)", "normalised"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -400,7 +403,7 @@ def markdown(table: dict[str, Any]) -> str:
                     rand,
                     cell(t["sides"]["learned"]),
                     cell(t["sides"]["true"]),
-                    "—" if norm is None else f"{norm:.2f} (n={len(t['normalized'])})",
+                    "—" if norm is None else f"{norm:.2f} ({worst(t['normalized'])})",
                 ]
             )
             + " |"

@@ -30,11 +30,15 @@ import argparse
 import functools
 import importlib.util
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from prefrl.run import sweep_report
+from prefrl.run.sweep_report import ENOUGH_SEEDS, worst_seed
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -113,10 +117,23 @@ class Results:
 
 
 # ---------------------------------------------------------------------------- formatting
+def with_worst(median: float, scores: list[float], digits: int = 2, worst: float | None = None) -> str:
+    """``**median**, worst W (seed, seed, ...)``: the median over seeds, the worst seed's score
+    (``worst``, else the lowest of ``scores``: a median hides a failed seed) and every seed's;
+    ``**median** (1 seed)`` for one."""
+    if len(scores) == 1:
+        return f"**{median:.{digits}f}** (1 seed)"
+    every = ", ".join(f"{s:.{digits}f}" for s in scores)
+    low = min(scores) if worst is None else worst
+    return f"**{median:.{digits}f}**, worst {low:.{digits}f} ({every})"
+
+
 def per_seed(result: dict[str, Any]) -> str:
-    """``**median** (seed, seed, ...)``: the median over seeds and every seed's score."""
-    scores = ", ".join(f"{s:.2f}" for s in result["scores"])
-    return f"**{result['median_normalized_score']:.2f}** ({scores})"
+    """A label-efficiency result as :func:`with_worst` writes it, its worst seed as
+    ``summarize.worst`` reads it (recorded, or from the scores of a result combined before)."""
+    worst = _load("summarize").worst(result)
+    low = None if worst is None else worst[0]
+    return with_worst(result["median_normalized_score"], list(result["scores"]), worst=low)
 
 
 def ret(x: float) -> str:
@@ -218,8 +235,9 @@ def at_a_glance(res: Results) -> str:
         m = re.match(r"\*\*(\d+)\*\*", row[2])
         return (0, int(m.group(1)), order[row[0]]) if m else (1, 0, order[row[0]])
 
-    head = ["environment", "agent", "labels at today's defaults", "median score (per seed)", "steps",
-            "true-reward agent's return (random)", "any setting: fewest labels reaching 0.9"]  # fmt: skip
+    head = ["environment", "agent", "labels at today's defaults", "median score, worst seed (per seed)",
+            "steps", "true-reward agent's return (random)",
+            "any setting: fewest labels reaching 0.9"]  # fmt: skip
     return markdown_table(head, sorted(rows, key=rank))
 
 
@@ -309,16 +327,15 @@ def backends(res: Results) -> str:
         data = res.json(path.name)
         for backend in ("sb3", "sbx"):
             b = data[backend]
-            scores = ", ".join(f"{s:.2f}" for s in b["scores"])
             rows.append([
                 data["env"], str(data["labels"]), f"{data['steps']:,}", str(len(data["seeds"])), backend,
                 f"{b['learned_steps_per_s']:.0f}", f"{b['oracle_steps_per_s']:.0f}",
                 f"{b['learned_cpu_s']:.0f} s / {b['oracle_cpu_s']:.0f} s",
-                f"**{b['median_normalized_score']:.2f}** ({scores})",
+                with_worst(b["median_normalized_score"], b["scores"]),
             ])  # fmt: skip
     head = ["env", "labels", "steps", "seeds", "backend", "learned run, env steps/s",
             "true-reward run, env steps/s", "CPU time, learned / true-reward run",
-            "median score (per seed)"]  # fmt: skip
+            "median score, worst seed (per seed)"]  # fmt: skip
     return markdown_table(head, rows)
 
 
@@ -478,16 +495,16 @@ def atari(res: Results) -> str:
 
 def image_reward(res: Results) -> str:
     """The offline image-reward probe (``image_reward.py``): per file, each variant's median
-    held-out accuracy, correlation with the true reward and fitting time over its draws."""
+    held-out accuracy (with its worst draw), correlation with the true reward and fitting time
+    over its draws."""
     rows = []
     for path in sorted((res.root / "image_reward").glob("*.json")):
         summary = json.loads(path.read_text())["summary"]
         variants = [k for k, v in summary.items() if isinstance(v, dict)]
         for name in variants:
             v = summary[name]
-            draws = ", ".join(f"{a:.3f}" for a in v["accuracies"])
             budget = [str(summary[k]) for k in ("labels", "steps", "draws")]
-            accuracy, pearson = f"{v['accuracy']:.3f} ({draws})", f"{v['pearson']:.2f}"
+            accuracy, pearson = with_worst(v["accuracy"], v["accuracies"], 3), f"{v['pearson']:.2f}"
             rows.append([summary["env"], *budget, name, accuracy, pearson, f"{v['fit_s']:.0f}"])
     head = [
         "env",
@@ -495,7 +512,7 @@ def image_reward(res: Results) -> str:
         "optimiser steps",
         "draws",
         "variant",
-        "held-out accuracy (draws)",
+        "held-out accuracy: median, worst draw (draws)",
         "pearson",
         "fit s",
     ]
@@ -524,6 +541,81 @@ def coinrun(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+# --------------------------------------------------------------------- rows that need more seeds
+class SeedRow(NamedTuple):
+    """A median of seeds that a doc shows: where its result lives, its seeds' scores and median."""
+
+    name: str
+    seeds: list[int]
+    scores: list[float]
+    median: float
+    worst: tuple[float, int] | None
+
+
+def seed_rows(res: Results) -> list[SeedRow]:
+    """Every median of normalised scores over seeds behind the docs' tables: each label-efficiency
+    result (by its folder under ``benchmarks/results/``), each Atari game with normalised seeds,
+    each backend of ``agent_backends.py``'s files, and each DeepMind Control side scored as its
+    return over the true-reward run's (:func:`dmc_scores`)."""
+    summarize, out = _load("summarize"), []
+    for path in sorted(res.root.rglob("result.json")):
+        r = json.loads(path.read_text())
+        if isinstance(r, dict) and "median_normalized_score" in r:
+            name = path.parent.relative_to(res.root).as_posix()
+            out.append(SeedRow(name, list(r["seeds"]), list(r["scores"]), r["median_normalized_score"],
+                               summarize.worst(r)))  # fmt: skip
+    if (res.root / "atari").is_dir():
+        for task, t in _load("atari").summarize(res.root / "atari", None).items():
+            if t["normalized"]:
+                seeds, scores = list(t["normalized"]), list(t["normalized"].values())
+                out.append(SeedRow(f"atari/{task}", seeds, scores, t["median_normalized"],
+                                   worst_seed(scores, seeds)))  # fmt: skip
+    if (res.root / "frontier").is_dir():
+        out += dmc_scores(_load("frontier").summarize(res.root / "frontier", None))
+    for path in sorted(res.root.glob("backends-*.json")):
+        data = res.json(path.name)
+        for backend in ("sb3", "sbx"):
+            b, seeds = data[backend], list(data["seeds"])
+            out.append(SeedRow(f"{path.name} ({backend})", seeds, list(b["scores"]),
+                               b["median_normalized_score"], worst_seed(b["scores"], seeds)))  # fmt: skip
+    return out
+
+
+def dmc_scores(table: dict[str, Any]) -> list[SeedRow]:
+    """DeepMind Control's learned sides (``frontier.summarize``) as scores: each seed's return
+    (mean of the last 10 evaluations) over the median of the true-reward runs', a random policy's
+    return counted as 0 (DMC returns run from 0 to 1,000; no random runs were measured)."""
+    out = []
+    for task, t in table.items():
+        true = t["prefrl"].get("true")
+        for side, r in t["prefrl"].items():
+            if side == "true" or true is None or true["median_last10"] <= 0:
+                continue
+            scores = [x / true["median_last10"] for x in r["last10"]]
+            median = r["median_last10"] / true["median_last10"]
+            out.append(SeedRow(f"frontier/{task} ({side})", list(r["seeds"]), scores, median,
+                               worst_seed(scores, r["seeds"])))  # fmt: skip
+    return out
+
+
+def needs_more_seeds(res: Results) -> str:
+    """The rows whose seeds disagree and that ran fewer than :data:`ENOUGH_SEEDS` seeds (the rule
+    and its constants: ``prefrl.run.sweep_report.needs_more_seeds``), so that nobody reads their
+    median as a figure before the missing seeds run."""
+    rows, every = [], seed_rows(res)
+    for r in every:
+        if not sweep_report.needs_more_seeds(r.scores):
+            continue
+        worst = "–" if r.worst is None else f"{r.worst[0]:.2f} (seed {r.worst[1]})"
+        best = max(s for s in r.scores if not math.isnan(s))  # NaN: a seed without a score
+        rows.append([f"`{r.name}`", str(len(r.seeds)), f"**{r.median:.2f}**", worst, f"{best:.2f}"])
+    rule = sweep_report.disagreement_rule()
+    head = f"{len(rows)} of {len(every)} medians of seeds need {ENOUGH_SEEDS} seeds. The rule: {rule}."
+    table = markdown_table(["result (under `benchmarks/results/`)", "seeds", "median score", "worst seed",
+                            "best seed"], rows)  # fmt: skip
+    return f"{head}\n\n{table}" if rows else head
+
+
 # ------------------------------------------------------------------------------ registry
 TABLES: dict[str, Callable[[Results], str]] = {
     "at-a-glance": at_a_glance,
@@ -536,6 +628,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari": atari,
     "image-reward": image_reward,
     "coinrun": coinrun,
+    "needs-more-seeds": needs_more_seeds,
     **COMPARISONS,
 }
 """Table name (as the doc markers write it) -> the function that renders it from the results.

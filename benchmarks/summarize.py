@@ -2,9 +2,10 @@
 
     python benchmarks/summarize.py benchmarks/results --plot docs/figures/label_efficiency.png
 
-Prints a Markdown table (environment, agent, labels, steps, seeds, median score, per-seed
-scores, returns, wall time) and, with ``--plot``, draws the median score against the label
-budget, one line per environment, with each seed's score as a dot.
+Prints a Markdown table (environment, agent, labels, steps, seeds, median score, the worst
+seed's score and which seed, per-seed scores, returns, wall time) and, with ``--plot``, draws
+the median score against the label budget, one line per environment, with each seed's score
+as a dot.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from prefrl.run.sweep_report import worst_seed
 
 
 def load_results(root: Path) -> list[dict[str, Any]]:
@@ -135,17 +138,32 @@ def options(result: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(named.items()))
 
 
+def worst(result: dict[str, Any]) -> tuple[float, int] | None:
+    """A result's worst seed, ``(score, seed)``: as ``combine()`` recorded it
+    (``worst_normalized_score``, ``worst_seed``), or, in results combined before it did, the
+    lowest of ``scores`` and its seed; ``None`` when no seed has a score."""
+    if result.get("worst_seed") is not None:
+        return float(result["worst_normalized_score"]), int(result["worst_seed"])
+    return worst_seed(result["scores"], result["seeds"])
+
+
+def worst_cell(result: dict[str, Any]) -> str:
+    """``0.63 (seed 1)``: the worst seed's score and which seed it was."""
+    w = worst(result)
+    return "–" if w is None else f"{w[0]:.2f} (seed {w[1]})"
+
+
 def table(results: list[dict[str, Any]]) -> str:
     """Markdown table, one row per result."""
-    head = ("| environment | agent | options | labels | steps | seeds | median score | per-seed scores "
-            "| learned / oracle / random return | wall time per learned run |")  # fmt: skip
-    rows = [head, "|" + "---|" * 10]
+    head = ("| environment | agent | options | labels | steps | seeds | median score | worst seed "
+            "| per-seed scores | learned / oracle / random return | wall time per learned run |")  # fmt: skip
+    rows = [head, "|" + "---|" * 11]
     for r in results:
         scores = ", ".join(f"{s:.2f}" for s in r["scores"])
         rows.append(
             f"| {r['env']} | {r['agent']} | {options(r) or '–'} | {r['labels']} | {r['steps']:,} "
             f"| {len(r['seeds'])} "
-            f"| **{r['median_normalized_score']:.2f}** | {scores} "
+            f"| **{r['median_normalized_score']:.2f}** | {worst_cell(r)} | {scores} "
             f"| {r['learned_return']:.1f} / {r['oracle_return']:.1f} / {r['random_return']:.1f} "
             f"| {r['learned_train_wall_s']:.0f} s |"
         )

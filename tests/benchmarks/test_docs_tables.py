@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from prefrl.run.sweep_report import ENOUGH_SEEDS, FAILED_SEED, SEED_SPREAD
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "docs" / "benchmarks.md", *sorted((ROOT / "docs" / "benchmarks").glob("*.md"))]
 
@@ -46,7 +48,8 @@ def test_the_summary_fits_one_page_and_shows_the_tables_of_today() -> None:
         ).read_text()
     )
     # today's default on HalfCheetah is the broad first reward: its 50-label runs are the row
-    assert f"| **50** | **{broad['median_normalized_score']:.2f}** (" in cheetah, cheetah
+    worst = min(broad["scores"])  # a median hides a failed seed: the worst is named beside it
+    assert f"| **50** | **{broad['median_normalized_score']:.2f}**, worst {worst:.2f} (" in cheetah, cheetah
 
 
 def _copies(tmp_path: Path) -> list[Path]:
@@ -165,8 +168,8 @@ def test_at_a_glance_reads_todays_defaults_from_what_the_runs_resolved(tmp_path:
     _result(tmp_path, "old-10", 10, [0.95, 0.95], "linear", method="baseline")
     table = dt.at_a_glance(dt.Results(tmp_path))
     row = table.splitlines()[2]
-    assert row.startswith("| Toy-v0 | SAC | **50** | **1.00** (0.90, 1.00, 1.10) | 1,000 |"), row
-    assert row.endswith("| 10: **0.95** (0.95, 0.95), 1,000 steps, options – |"), row
+    assert row.startswith("| Toy-v0 | SAC | **50** | **1.00**, worst 0.90 (0.90, 1.00, 1.10) | 1,000 |"), row
+    assert row.endswith("| 10: **0.95**, worst 0.95 (0.95, 0.95), 1,000 steps, options – |"), row
     # where random actions reach a termination (tanh), the broad runs are not today's defaults
     for seed in (tmp_path / "broad-50").glob("seed*-learned.json"):
         seed.write_text(json.dumps({"reward_output": "tanh"}))
@@ -176,6 +179,78 @@ def test_at_a_glance_reads_todays_defaults_from_what_the_runs_resolved(tmp_path:
         seed.write_text(json.dumps({"reward_output": "tanh"}))
     row = dt.at_a_glance(dt.Results(tmp_path)).splitlines()[2]
     assert "| not measured | – |" in row and "| 10: **0.95**" in row, row
+
+
+def test_every_median_of_seeds_names_its_worst_seed(tmp_path: Path) -> None:
+    """The worst seed beside the median: computed from ``scores`` in a result combined before it
+    was recorded, read where ``combine()`` recorded it; one seed says so instead."""
+    _result(tmp_path, "old", 10, [0.9, 0.2, 1.1], "linear", method="baseline")
+    _result(tmp_path, "new", 20, [0.8, 0.95, 0.7], "linear", method="baseline", seeds=[4, 5, 6],
+            worst_normalized_score=0.7, worst_seed=6)  # fmt: skip
+    _result(tmp_path, "one", 30, [0.6], "linear", method="baseline")
+    res = dt.Results(tmp_path)
+    old, new, one = (res.folder(name) for name in ("old", "new", "one"))
+    assert dt.per_seed(old) == "**0.90**, worst 0.20 (0.90, 0.20, 1.10)"
+    assert dt.per_seed(new) == "**0.80**, worst 0.70 (0.80, 0.95, 0.70)"
+    assert dt.per_seed(one) == "**0.60** (1 seed)"
+    full = dt.label_efficiency(res).splitlines()
+    assert full[0].split(" | ")[5:8] == ["seeds", "median score", "worst seed"], full[0]
+    worst = {line.split(" | ")[3]: line.split(" | ")[7] for line in full[2:]}  # labels -> worst seed
+    assert worst == {"10": "0.20 (seed 1)", "20": "0.70 (seed 6)", "30": "0.60 (seed 0)"}
+
+
+def _needs_more_seeds_doc(tmp_path: Path) -> Path:
+    doc = tmp_path / "seeds.md"
+    doc.write_text(
+        "# Seeds\n\n<!-- generated: needs-more-seeds -->\n<!-- end generated: needs-more-seeds -->\n"
+    )
+    return doc
+
+
+def test_rows_whose_seeds_disagree_are_listed_until_they_have_five(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    res = tmp_path / "results"
+    spread = SEED_SPREAD + 0.05
+    _result(res, "agree", 10, [0.9, 1.0, 0.95], "linear")
+    _result(res, "apart", 20, [0.9, 0.9 - spread, 0.95], "linear")  # spread wider than the rule's
+    _result(res, "failed", 30, [1.0, 0.45, 1.0], "linear")  # a failed seed under a good median
+    _result(res, "above-one", 40, [1.0, 1.6, 2.4], "linear")  # every seed beat the true reward
+    _result(res, "five", 50, [1.0, 0.1, 1.0, 0.9, 1.0], "linear")  # disagree, but five seeds ran
+    _result(res, "single", 60, [0.1], "linear")
+    table = dt.needs_more_seeds(dt.Results(res))
+    first, listed = table.splitlines()[0], [line.split(" | ")[0] for line in table.splitlines()[4:]]
+    assert listed == ["| `apart`", "| `failed`"], table
+    assert first.startswith(f"2 of 6 medians of seeds need {ENOUGH_SEEDS} seeds."), first
+    assert f"span more than {SEED_SPREAD:g}" in first and f"below {FAILED_SEED:g}" in first, first
+    assert "| `failed` | 3 | **1.00** | 0.45 (seed 1) | 1.00 |" in table, table
+    # the doc's list follows the results: a new disagreeing row fails --check until regenerated
+    doc = _needs_more_seeds_doc(tmp_path)
+    assert dt.main(["--results", str(res), "--docs", str(doc)]) == 0
+    _result(res, "new", 70, [0.2, 1.0], "linear")
+    capsys.readouterr()
+    assert dt.main(["--check", "--results", str(res), "--docs", str(doc)]) == 1
+    assert "table 'needs-more-seeds' differs from the results" in capsys.readouterr().err
+    assert dt.main(["--results", str(res), "--docs", str(doc)]) == 0
+    assert "| `new` | 2 | **1.00** | 0.20 (seed 0) | 1.00 |" in doc.read_text()
+
+
+def test_deepmind_control_seeds_are_scored_against_the_true_reward_run(tmp_path: Path) -> None:
+    res = tmp_path / "results"
+    task = res / "frontier" / "walker_walk"
+    task.mkdir(parents=True)
+    for side, seed, last10 in [("protocol", 0, 950.0), ("protocol", 1, 600.0), ("protocol", 2, 960.0),
+                               ("true", 0, 1000.0)]:  # fmt: skip
+        res_ = {"seed": seed, "last10_mean": last10, "final_return": last10, "labels_used": 100, "steps": 10}
+        (task / f"{side}-seed{seed}.json").write_text(json.dumps(res_))
+    (row,) = dt.seed_rows(dt.Results(res))
+    assert row.name == "frontier/walker_walk (protocol)" and row.median == pytest.approx(0.95)
+    assert row.worst == (pytest.approx(0.6), 1)
+    assert (
+        "| `frontier/walker_walk (protocol)` | 3 | **0.95** | 0.60 (seed 1) | 0.96 |"
+        in dt.needs_more_seeds(dt.Results(res))
+    )
+    assert "| 950 (worst 600, 3 seeds) |" in dt.dmc(dt.Results(res))
 
 
 LINK = re.compile(r"\]\(([^)#\s:]+\.md)(#[^)\s]+)?\)")

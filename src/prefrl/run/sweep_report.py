@@ -219,9 +219,9 @@ def needs_more_seeds(scores: Sequence[float | None]) -> bool:
 def disagreement_rule() -> str:
     """The rule of :func:`needs_more_seeds` in words, from its constants."""
     return (
-        f"seeds whose scores (capped at {SCORE_CAP:g}) span more than {SEED_SPREAD:g}, or whose worst "
-        f"is below {FAILED_SEED:g} under a median of at least {GOOD_MEDIAN:g}, disagree; "
-        f"with fewer than {ENOUGH_SEEDS} seeds such a row needs {ENOUGH_SEEDS}"
+        f"seeds disagree where their scores, capped at {SCORE_CAP:g}, span more than {SEED_SPREAD:g}, "
+        f"or where the worst is below {FAILED_SEED:g} under a median of at least {GOOD_MEDIAN:g}; "
+        f"a row whose seeds disagree needs {ENOUGH_SEEDS} seeds while it has fewer"
     )
 
 
