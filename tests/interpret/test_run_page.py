@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import html
 import json
 import re
 from pathlib import Path
@@ -188,3 +190,15 @@ def test_long_episodes_keep_every_kth_frame_in_the_video_at_a_lower_rate() -> No
 
     assert video_stride(200) == 1 and video_stride(VIDEO_FRAMES) == 1
     assert video_stride(1000) == 2 and len(range(0, 1000, video_stride(1000))) <= VIDEO_FRAMES
+
+
+def test_the_report_and_the_page_say_where_the_run_watch_fired(trained: tuple[Path, str]) -> None:
+    run, printed = trained
+    watch = json.loads((run / "report.json").read_text())["watch"]
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    fired = [int(float(r["step"])) for r in rows if r.get("watch/alarm") == "1.0"]
+    assert watch["alarms"] == fired and watch["iterations"] == sum(bool(r.get("watch/alarm")) for r in rows)
+    assert watch["iterations"] > 0
+    assert f"run watch                   : {watch['text']}" in printed
+    summary = (run / "report" / "index.html").read_text().split("<section id='summary'>")[1]
+    assert "run watch" in summary and html.escape(watch["text"]) in summary.split("</section>")[0]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
+import pytest
 import torch
 
 from prefrl.agents.rollout import collect_episodes
@@ -12,8 +15,11 @@ from prefrl.data.fragments import sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import MLPReward
+from prefrl.training.budget import LabelBudget
+from prefrl.training.callbacks import LoopCallback
 from prefrl.training.config import LoopConfig
-from prefrl.training.watch import RunWatch, agreement, batch_steps
+from prefrl.training.loop import PreferenceLoop
+from prefrl.training.watch import RunWatch, agreement, batch_steps, summary
 from tests.training.test_loop import build
 
 
@@ -85,3 +91,55 @@ def test_the_loop_logs_the_watch_every_iteration_after_the_first_fit() -> None:
         assert -1.0 <= row["watch/agreement"] <= 1.0 and row["watch/novelty"] > 0
     assert "watch/learned_gain" in rows[2]
     assert rows[1]["reward/fresh_n"] >= 1 and 0 <= rows[1]["reward/fresh_hits"] <= rows[1]["reward/fresh_n"]
+
+
+class BonusLog(LoopCallback):
+    """Records the agent reward's std weight and the alarm at the end of each iteration."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[float, float]] = []
+
+    def on_iteration_end(self, loop: PreferenceLoop, metrics: Mapping[str, float]) -> None:
+        assert loop.reward is not None
+        self.rows.append((metrics.get("watch/alarm", 0.0), loop.reward.bonus))
+
+
+def test_the_budget_lends_as_many_queries_again_as_it_has_left() -> None:
+    budget = LabelBudget(LoopConfig(total_labels=30, iterations=5))
+    budget.asked = 10
+    assert budget.ahead(5) == 5
+    budget.asked = 26
+    assert budget.ahead(3) == 1  # 4 left: 3 due and 1 more
+    assert budget.ahead(0) == 0
+
+
+@pytest.mark.parametrize("floor", [1.0, -1.0])
+def test_the_alarm_asks_ahead_and_penalises_only_while_it_fires(floor: float) -> None:
+    cfg = LoopConfig(total_steps=1200, total_labels=12, iterations=4, initial_steps=200, fragment_length=20,
+                     watch_agreement=floor, watch_requery=True, watch_penalty=0.7)  # fmt: skip
+    log = BonusLog()
+    loop = build(cfg)
+    loop.callbacks.append(log)
+    loop.run()
+    rows = loop.state.history
+    alloc = loop.labels.budget.alloc
+    assert loop.labels.asked == 12  # the budget holds, whatever was asked ahead
+    if floor == 1.0:  # agreement is below 1 everywhere: the alarm fires after the first fit
+        assert [a for a, _ in log.rows[1:]] == [1.0] * 3
+        assert rows[1]["watch/labels_ahead"] > 0
+        assert rows[1]["labels/asked"] == alloc[1] + rows[1]["watch/labels_ahead"]
+        assert all(b == pytest.approx(-0.7) for _, b in log.rows[1:])
+    else:  # -1 turns it off
+        assert not any(a for a, _ in log.rows) and "watch/labels_ahead" not in rows[1]
+        assert all(b == 0.0 for _, b in log.rows)
+        assert [r["labels/asked"] for r in rows] == list(alloc)
+    report = summary(rows)
+    assert len(report["alarms"]) == (3 if floor == 1.0 else 0) and report["iterations"] == 3
+    assert ("fired at 3 of 3" if floor == 1.0 else "quiet") in report["text"]
+
+
+def test_watch_options_out_of_range_are_refused() -> None:
+    with pytest.raises(ValueError, match="watch_agreement"):
+        LoopConfig(watch_agreement=1.5)
+    with pytest.raises(ValueError, match="watch_penalty"):
+        LoopConfig(watch_penalty=-0.1)

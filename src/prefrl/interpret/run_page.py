@@ -430,6 +430,8 @@ def write_run_page(cfg: PageConfig) -> Path:
             summary[HELDOUT if accuracy else key.replace("_", " ")] = (
                 percent(rep[key]) if accuracy else _fmt(rep[key])
             )
+    if rep.get("watch"):  # where the reward ensemble split on the agent's steps (no true reward used)
+        summary["run watch"] = rep["watch"].get("text")
     note = HELDOUT_NOTE if HELDOUT in summary else ""
     body.append("<section id='summary'><h2>Summary</h2>" + _table(summary) + note + "</section>")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from prefrl.training.watch import WatchSummary
+
 
 class RunReport(TypedDict, total=False):
     """What a run reports (``RUN/report.json``, and what :func:`train` returns)."""
@@ -30,6 +32,8 @@ class RunReport(TypedDict, total=False):
     eval_last10_mean: float | None
     reward_accuracy: float | None
     label_tie_fraction: float | None
+    watch: WatchSummary
+    """Where the run watch fired (the reward ensemble split on the agent's steps; no true reward used)."""
     fresh_agent_true_return: float
     train_wall_s: float
     train_cpu_s: float

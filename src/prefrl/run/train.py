@@ -38,6 +38,7 @@ from prefrl.training.callbacks import LoopCallback, ProgressBar
 from prefrl.training.config import TIE_HINT, TIE_WARN, tie_fraction
 from prefrl.training.evaluations import CorrelationWatch, PeriodicEvaluation, last_mean
 from prefrl.training.loop import PreferenceLoop
+from prefrl.training.watch import summary as watch_summary
 
 
 # ------------------------------------------------------------------------ wiring
@@ -244,6 +245,7 @@ def _train(r: Run, t0: float) -> RunReport:
         cfg, loop.net, loop.agent, fragment_length=loop.state.fragment_length
     )
     report["label_tie_fraction"] = tie_fraction(loop.dataset.labels)
+    report["watch"] = watch_summary(loop.state.history)
     if cfg.final_agent_steps > 0 and loop.agent is not None:
         report["fresh_agent_true_return"] = train_fresh_agent(cfg, loop.net, r)
     report["train_wall_s"] = loop.state.wall_s
@@ -314,6 +316,8 @@ def format_report(rep: RunReport) -> str:
         lines.append(f"labels that were ties       : {ties:.0%}")
         if ties >= TIE_WARN:
             lines += ["", "warning: most labels were ties. " + TIE_HINT]
+    if "watch" in rep:
+        lines.append(f"run watch                   : {rep['watch']['text']}")
     resumed = " (all processes of the run, resumes included)" if rep.get("resumed") else ""
     lines.append(f"time taken                  : {rep['wall_s']:.0f} s{resumed}")
     lines.append(f"run directory               : {rep['run_dir']}")

@@ -66,9 +66,10 @@ class AgentReward:
         reward.configure(normalize=config.normalize_reward, fast=True, update_stats=not off_policy)
         self._tie_explorer: StateEntropyReward | None = None  # one memory of visited states for the run
 
-    def set_bonus(self, env_steps: int) -> None:
-        """RUNE's bonus or the penalty for the steps taken (also in a relabelled buffer)."""
-        self.reward.set_bonus(bonus_weight(self.config, env_steps))
+    def set_bonus(self, env_steps: int, penalty: float = 0.0) -> None:
+        """RUNE's bonus or the penalty for the steps taken (also in a relabelled buffer), less
+        ``penalty`` (the run watch's, while it fires)."""
+        self.reward.set_bonus(bonus_weight(self.config, env_steps) - penalty)
 
     def see(self, batch: TrajectoryBatch) -> None:
         """Once an episode has terminated, normalise the agent's reward by scale only.

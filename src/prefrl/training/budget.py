@@ -62,3 +62,9 @@ class LabelBudget:
     def due(self, i: int) -> int:
         """Queries to ask at iteration ``i`` (see :func:`queries_due`)."""
         return queries_due(self.alloc, i, self.asked)
+
+    def ahead(self, due: int) -> int:
+        """Queries that may be asked on top of ``due`` now, taken from later iterations' share:
+        as many again as ``due``, at most what the budget has left after it (later iterations
+        then ask fewer, :func:`queries_due`)."""
+        return max(0, min(due, int(self.alloc.sum()) - self.asked - due))

@@ -140,6 +140,18 @@ class LoopConfig:
     where the members disagree (states no label covers) the reward counts for less and the agent
     is not drawn there (the conservative ensemble reward against over-optimisation). Subtracted
     from the exploration bonus where both are set. 0: off."""
+    watch_agreement: float = 0.4
+    """The run watch's alarm (:mod:`prefrl.training.watch`): it fires at an iteration where the
+    reward ensemble's members agree less than this on the agent's newest steps (the mean pairwise
+    correlation of their rewards, ``watch/agreement``; -1 turns it off). It needs no true reward,
+    so it works with people; the run's report and page say where it fired."""
+    watch_requery: bool = False
+    """When the run watch fires, ask twice this iteration's queries (the extra ones taken from
+    later iterations' share of the budget), all chosen by disagreement among the agent's newest
+    clips: labels go where the members split."""
+    watch_penalty: float = 0.0
+    """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
+    iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""
     end_clip_frac: OptFloat = None
     """Share of query clips drawn among those that contain a terminated episode's end (a fall,
     a goal), when the episodes to query have any; the rest are drawn uniformly. None (auto):
@@ -172,6 +184,11 @@ class LoopConfig:
             )
         if not 0.0 <= self.exploration_frac < 1.0:
             raise ValueError(f"exploration_frac must lie in [0, 1), got {self.exploration_frac}")
+        if not -1.0 <= self.watch_agreement <= 1.0 or self.watch_penalty < 0:
+            raise ValueError(
+                f"need watch_agreement in [-1, 1] (a correlation) and watch_penalty >= 0, got "
+                f"{self.watch_agreement} and {self.watch_penalty}"
+            )
         if self.uncertainty_penalty < 0:
             raise ValueError(f"need uncertainty_penalty >= 0, got {self.uncertainty_penalty}")
         if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:

@@ -227,11 +227,20 @@ class PreferenceLoop:
         if self.clips.trajectories is None and batch.rews is not None and batch.num_steps:
             m["rollout/true_return"] = float(np.mean(batch.episode_returns()))
             m.update(self.fit.measure(batch, i, self.clips.length))
+        alarm = False
         if self.clips.trajectories is None and self.fit.trainer.calls > 0:
             m.update(self.watch.measure(batch, self.dataset, i))  # needs no true reward
+            alarm = self.watch.alarm(m, self.config.watch_agreement)
+            m["watch/alarm"] = float(alarm)
+        if alarm and self.signal is not None and self.config.watch_penalty > 0:
+            self.signal.set_bonus(self.env_steps, self.config.watch_penalty)
         due = self.labels.budget.due(i)  # lost submits: spread, not in a lump
+        requery = alarm and self.config.watch_requery and due > 0
+        if requery:
+            m["watch/labels_ahead"] = float(ahead := self.labels.budget.ahead(due))
+            due += ahead
         if due:
-            m.update(self._query(due, batch))  # saved its metrics with the labels
+            m.update(self._query(due, batch, requery))  # saved its metrics with the labels
         else:  # asked before a crash, this iteration
             m.update(self.labels.asked_before(i))
         self.clips.keep(batch)  # older clips for mixture queries
@@ -263,10 +272,12 @@ class PreferenceLoop:
         m["env_steps"] = float(self.env_steps)
         return m
 
-    def _query(self, n_queries: int, batch: TrajectoryBatch) -> dict[str, float]:
-        """Sample clips from ``batch`` and ask ``n_queries`` comparisons."""
+    def _query(self, n_queries: int, batch: TrajectoryBatch, split: bool = False) -> dict[str, float]:
+        """Sample clips from ``batch`` and ask ``n_queries`` comparisons (by disagreement once
+        selection is ready, or at once where the run watch found the ensemble ``split``)."""
         c, labels = self.config, self.labels
-        active = bool(c.active_selection) and labels.selection_ready(c.active_selection_from)
+        ready = split or labels.selection_ready(c.active_selection_from)
+        active = bool(c.active_selection) and ready
         labelled = bool(len(self.dataset) or labels.asked)  # clips keep their length once labels exist
         query = self.clips.pick(n_queries, batch, active, labelled, labels.ties())
         if query is None:

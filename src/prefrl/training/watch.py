@@ -18,11 +18,18 @@ measures the current reward on them (``watch/*`` in ``metrics.csv``):
 The reward fit adds ``reward/fresh_accuracy`` (the model's guesses on the labels that came
 since the previous fit, before it trains on them: the trust record of
 :mod:`prefrl.preference.trust`; ``reward/fresh_hits`` and ``reward/fresh_n`` per fit).
+
+The alarm (``watch/alarm``, :meth:`RunWatch.alarm`) fires where the members' agreement falls
+below ``LoopConfig.watch_agreement``. What the loop does then is a switch each
+(``watch_requery``: more queries now, by disagreement; ``watch_penalty``: pessimism while it
+fires); :func:`summary` condenses a run's alarms for its report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -131,3 +138,44 @@ class RunWatch:
             if scale > 0:
                 out["watch/learned_gain"] = float(now.mean() - old.mean()) / scale
         return out
+
+    def alarm(self, metrics: Mapping[str, float], floor: float) -> bool:
+        """Whether this iteration's ``watch/agreement`` in ``metrics`` is below ``floor``
+        (never without a measured agreement)."""
+        a = metrics.get("watch/agreement", float("nan"))
+        return bool(np.isfinite(a) and a < floor)
+
+
+class WatchSummary(TypedDict):
+    """What a run's report says of its watch."""
+
+    iterations: int
+    """Iterations the watch measured."""
+    alarms: list[int]
+    """Environment steps of the iterations where it fired."""
+    labels_ahead: int
+    """Queries asked early where it fired (``watch_requery``)."""
+    text: str
+    """The same in one line (:func:`describe`), for the report and the run's page."""
+
+
+def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
+    """Condense a loop's per-iteration metrics (``LoopState.history``) into a :class:`WatchSummary`."""
+    rows = [h for h in history if "watch/alarm" in h]
+    alarms = [int(h["step"]) for h in rows if h["watch/alarm"] > 0]
+    ahead = int(sum(h.get("watch/labels_ahead", 0.0) for h in rows))
+    return WatchSummary(iterations=len(rows), alarms=alarms, labels_ahead=ahead,
+                        text=describe(len(rows), alarms, ahead))  # fmt: skip
+
+
+def describe(iterations: int, alarms: Sequence[int], labels_ahead: int) -> str:
+    """One line for the run's report, e.g. ``fired at 3 of 13 iterations (first at step 22,000)``."""
+    if not iterations:
+        return "not measured (no reward fitted during agent training)"
+    if not alarms:
+        return f"quiet at all {iterations} iterations (the reward ensemble agreed on the agent's steps)"
+    ahead = f"; {labels_ahead} labels asked early there" if labels_ahead else ""
+    return (
+        f"fired at {len(alarms)} of {iterations} iterations (first at step {alarms[0]:,}): the reward "
+        f"ensemble split on the agent's newest steps{ahead}"
+    )
