@@ -541,6 +541,60 @@ def coinrun(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+# ----------------------------------------------------------------------------- the run watch
+def run_watch(res: Results) -> str:
+    """Which label-free signal predicts the failed seeds, and how early (``run_watch.py``): the
+    newest ``watch-*.json`` of ``benchmarks/results/watch/``, one row per signal, then each seed's
+    first firing of each signal."""
+    files = sorted((res.root / "watch").glob("watch-*.json"))
+    if not files:
+        raise SystemExit(f"{res.root / 'watch'}: no watch-*.json (run benchmarks/run_watch.py --out there)")
+    name = files[-1].relative_to(res.root).as_posix()
+    s = res.json(name)["summary"]
+
+    def share(k: int, n: int) -> str:
+        return f"{k / n:.2f} ({k}/{n})" if n else "–"
+
+    def fraction(x: float | None) -> str:
+        return "–" if x is None else f"{x:.2f}"
+
+    rows = []
+    for sig in s["signals"].values():
+        early = [e["fraction"] for e in sig["first_fraction_failed"]]
+        first = (
+            f"**{sig['median_first_fraction']:.2f}** ({', '.join(f'{x:.2f}' for x in early)})"
+            if early
+            else "–"
+        )
+        rows.append([
+            f"`{sig['rule']}`", f"{sig['failed_fired']}/{sig['failed']}",
+            f"{sig['good_fired']}/{sig['good']}", share(sig["good_firings"], sig["good_iterations"]), first,
+            share(sig["firings_at_wrong_n"], sig["iterations_wrong"]),
+            share(sig["firings_at_wrong_n"], sig["firings_judged"]),
+        ])  # fmt: skip
+    head = ["signal fires where", "failed seeds it fired on", "good seeds it fired on",
+            "false alarms (good seeds' iterations)", "first firing on failed seeds (share of steps)",
+            "wrong-reward iterations it fired at", "its firings at wrong-reward iterations"]  # fmt: skip
+    names = list(s["signals"])
+    seeds = [
+        [f"`{p['folder']}`", str(p["seed"]), "running" if p["score"] is None else f"{p['score']:.2f}",
+         "–" if p["failed"] is None else "yes" if p["failed"] else "no",
+         *(fraction(p["first_fraction"][n]) for n in names)]
+        for p in s["per_seed"]
+    ]  # fmt: skip
+    rules = [f"`{s['signals'][n]['rule']}`" for n in names]
+    intro = (
+        f"From `benchmarks/results/{name}`: {s['seeds']} learned seeds of {len(s['runs'])} run(s) "
+        f"({', '.join(f'`{r}`' for r in s['runs'])}), "
+        f"{s['scored']} scored, {s['failed']} failed (score below {s['failed_below']:g}). The reward was "
+        f"wrong where the agent was (`{s['wrong_reward']}`) at {s['iterations_wrong']} of the "
+        f"{s['iterations_judged']} iterations with a truth measured ({fraction(s['wrong_share'])})."
+    )  # fmt: skip
+    per_seed = markdown_table(["run", "seed", "score", "failed", *rules], seeds)
+    each = "Each seed's first firing of each signal, as a share of its steps (–: never):"
+    return f"{intro}\n\n{markdown_table(head, rows)}\n\n{each}\n\n{per_seed}"
+
+
 # --------------------------------------------------------------------- rows that need more seeds
 class SeedRow(NamedTuple):
     """A median of seeds that a doc shows: where its result lives, its seeds' scores and median."""
@@ -628,6 +682,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari": atari,
     "image-reward": image_reward,
     "coinrun": coinrun,
+    "run-watch": run_watch,
     "needs-more-seeds": needs_more_seeds,
     **COMPARISONS,
 }

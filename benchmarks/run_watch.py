@@ -22,8 +22,8 @@ its inputs were not measured). Per signal the summary gives
   its firings that were at such iterations (beside the base rate of wrong iterations).
 
 The summary is printed as JSON on stdout and written with the rows to ``--out``;
-``benchmarks/docs_tables.py`` makes the table of docs/benchmarks/run-watch.md from the newest
-file in ``benchmarks/results/watch/``.
+``benchmarks/docs_tables.py`` makes the table of docs/benchmarks/label-efficiency.md's section
+"The run watch" from the newest file in ``benchmarks/results/watch/``.
 """
 
 from __future__ import annotations
