@@ -103,3 +103,35 @@ def test_answer_keys_add_each_answer_once_and_survive_save_and_eviction(tmp_path
     assert loaded.answer_keys.tolist() == [7, 8, 9, 10, 11]
     with pytest.raises(ValueError, match="keys must have shape"):
         ds.add(frags, pairs, np.ones(3), keys=np.array([1, 2]))
+
+
+def test_image_clips_are_stored_compressed_and_come_back_the_same(tmp_path) -> None:
+    """Atari-sized clip tables (frame stacks of uint8) must not take hundreds of MB per save."""
+    import zipfile
+
+    from prefrl.data import Fragments
+
+    rng = np.random.default_rng(0)
+    n, length = 8, 10
+    rows = n * (length + 1)
+    frames = np.zeros((rows, 4, 84, 84), dtype=np.uint8)  # a dark screen with a moving paddle
+    for r in range(rows):
+        frames[r, :, 10 + r % 60 : 18 + r % 60, 70:72] = 200
+    frames[:, :, ::7, ::5] += rng.integers(0, 3, size=frames[:, :, ::7, ::5].shape, dtype=np.uint8)
+    starts = np.arange(n, dtype=np.int64) * (length + 1)
+    frags = Fragments(frames, np.zeros(rows, np.int64), np.zeros(rows, np.float32), np.zeros(rows, bool),
+                      starts, length, np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64))  # fmt: skip
+    ds = PreferenceDataset()
+    ds.add(frags, np.array([[0, 1], [2, 3], [4, 5]]), np.array([1.0, 0.0, 0.5], np.float32))
+    path = ds.save(tmp_path / "prefs.npz")
+    assert path.stat().st_size < frames.nbytes / 10
+    with zipfile.ZipFile(path) as z:
+        assert z.getinfo("obs.npy").compress_type == zipfile.ZIP_DEFLATED
+    back = PreferenceDataset.load(path)
+    assert back.fragments is not None
+    np.testing.assert_array_equal(back.fragments.table_obs, present(ds.fragments).table_obs)
+    np.testing.assert_array_equal(back.labels, ds.labels)
+    vec = PreferenceDataset()  # float vectors barely compress: stored as they are
+    vec.add(make_fragments(), np.array([[0, 1]]), np.array([1.0], np.float32))
+    with zipfile.ZipFile(vec.save(tmp_path / "vec.npz")) as z:
+        assert z.getinfo("obs.npy").compress_type == zipfile.ZIP_STORED

@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecTransposeIm
 from prefrl.agents.policies import check_cnn, cnn_policy_kwargs, resolve_policy
 from prefrl.agents.replay import HybridDictReplayBuffer, HybridReplayBuffer
 from prefrl.config_types import OptFloat
+from prefrl.data.arrays import write_npz
 from prefrl.data.trajectories import load_npz_checked
 from prefrl.envs.atari import is_atari_id, make_atari_env, register_ale, use_atari_preprocessing
 from prefrl.envs.dmc import FlattenBoxDict, is_box_dict, is_dmc_id, register_dmc
@@ -395,7 +396,7 @@ def save_replay_buffer(buffer: ReplayBuffer, path: str | Path) -> Path:
     for name in _BUF_FIELDS:
         arrays[name] = getattr(buffer, name)[:n]
     tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **arrays)
+    write_npz(tmp, arrays)  # compressed where the observations are images
     tmp.replace(path)
     return path
 

@@ -6,8 +6,9 @@ with the same leading dimensions in every entry; everything else is a single nda
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence, Sized
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -84,3 +85,12 @@ def check_finite(name: str, arr: np.ndarray) -> None:
     if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0].tolist()
         raise ValueError(f"{name} contains NaN or inf (first at index {bad})")
+
+
+def write_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> None:
+    """``np.savez`` ``arrays`` to ``path``, compressed where one of them holds images (``uint8``,
+    3+ dimensions): Atari frame stacks shrink about 200x in a second or two (Pong's 809 labels:
+    361 MB -> 1.6 MB), where float vectors would barely shrink and only cost the time."""
+    named: dict[str, Any] = dict(arrays)  # numpy's stub types **kwds as allow_pickle's bool
+    images = any(a.dtype == np.uint8 and a.ndim >= 3 for a in arrays.values())
+    (np.savez_compressed if images else np.savez)(path, **named)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from prefrl.data.arrays import check_finite, obs_from_flat_dict, obs_to_flat_dict
+from prefrl.data.arrays import check_finite, obs_from_flat_dict, obs_to_flat_dict, write_npz
 from prefrl.data.fragments import Fragments
 from prefrl.data.trajectories import load_npz_checked
 
@@ -184,7 +184,7 @@ class PreferenceDataset:
             if f.table_rews is not None:
                 arrays["rews"] = f.table_rews
         tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, **arrays)
+        write_npz(tmp, arrays)  # compressed where the clips are images
         tmp.replace(path)
         return path
 
