@@ -143,3 +143,27 @@ def test_watch_options_out_of_range_are_refused() -> None:
         LoopConfig(watch_agreement=1.5)
     with pytest.raises(ValueError, match="watch_penalty"):
         LoopConfig(watch_penalty=-0.1)
+
+
+def test_stay_margin_says_whether_the_reward_pays_the_agent_to_end_its_episodes() -> None:
+    """CartPole's episodes end: with the absorbing state paid above every step, ending pays."""
+    batch = collect_episodes(make_env("CartPole-v1"), n_episodes=6, seed=0)
+    env = make_env("CartPole-v1")
+    torch.manual_seed(0)
+    net = MLPReward(env.observation_space, env.action_space, hidden=(16,), ensemble_size=3)
+    rng = np.random.default_rng(0)
+    frags, _ = sample_fragments(batch, 10, 5, rng)
+    ds = PreferenceDataset()
+    ds.add(frags, np.array([[0, 1], [2, 3]]), np.array([1.0, 0.0], np.float32))
+    steps = batch_steps(batch, rng)
+    assert steps is not None
+    per_step = steps.members(net).mean(0)
+    margins = []
+    for absorbing in (per_step.max() + 1.0, per_step.min() - 1.0):
+        with torch.no_grad():
+            net.absorbing_reward.fill_(float(absorbing))
+        margins.append(RunWatch(net, seed=0).measure(batch, ds, 0)["watch/stay_margin"])
+    assert margins[0] < 0 < margins[1]
+    cut = TrajectoryBatch(batch.obs, batch.acts, batch.rews, batch.lengths,
+                          np.zeros_like(batch.terminated), np.ones_like(batch.truncated))  # fmt: skip
+    assert "watch/stay_margin" not in RunWatch(net, seed=0).measure(cut, ds, 0)  # no episode has ended

@@ -14,6 +14,11 @@ measures the current reward on them (``watch/*`` in ``metrics.csv``):
     How much more the current reward pays the newest steps than the previous iteration's, in
     units of the per-step reward's std. The agent believes it is improving when this is
     positive; a gain while agreement falls is the reward being exploited.
+``watch/stay_margin``
+    Where episodes terminate (once one has): how much more the reward pays the agent's newest
+    steps than the absorbing state after an episode's end, in units of the per-step std.
+    The agent is paid ``reward - absorbing``, so below 0 every further step costs it and
+    ending the episode pays: right where ending is the goal, a crash course where it is not.
 
 The reward fit adds ``reward/fresh_accuracy`` (the model's guesses on the labels that came
 since the previous fit, before it trains on them: the trust record of
@@ -116,6 +121,7 @@ class RunWatch:
     def __init__(self, net: RewardNet, seed: int) -> None:
         self.net, self.seed = net, seed
         self.previous: Steps | None = None
+        self.ends = False  # an episode has terminated (not checkpointed: set again by the next one)
 
     def measure(self, batch: TrajectoryBatch, dataset: PreferenceDataset, iteration: int) -> dict[str, float]:
         """The signals on ``batch`` (the newest episodes) under the reward as it stands."""
@@ -126,6 +132,10 @@ class RunWatch:
             return {}
         members = new.members(self.net)  # [E, n]
         out = {"watch/agreement": agreement(members)}
+        self.ends = self.ends or bool(batch.terminated.any())
+        now = members.mean(0)
+        if self.ends and now.std() > 0:
+            out["watch/stay_margin"] = float(now.mean() - self.net.absorbing_value()) / float(now.std())
         labelled = labelled_steps(dataset, rng)
         if labelled is not None and members.shape[0] > 1:
             spread = float(labelled.members(self.net).std(0).mean())
@@ -133,7 +143,6 @@ class RunWatch:
                 out["watch/novelty"] = float(members.std(0).mean()) / spread
         if previous is not None:
             old = previous.members(self.net).mean(0)
-            now = members.mean(0)
             scale = float(np.concatenate([old, now]).std())
             if scale > 0:
                 out["watch/learned_gain"] = float(now.mean() - old.mean()) / scale
