@@ -252,10 +252,10 @@ def test_active_selection_waits_for_its_warm_up_labels(ties: bool) -> None:
     chose: list[tuple[int, bool]] = []
     query = loop._query
 
-    def spy(n: int, batch, split: bool = False):
-        assert not split  # the run watch's requery is off
+    def spy(n: int, batch, split: bool = False, ends: bool = False):
+        assert not split and not ends  # the run watch's actions are off
         before = len(loop.dataset)
-        out = query(n, batch, split)
+        out = query(n, batch, split, ends)
         chose.append((before, "labels/disagreement_chosen" in out))
         return out
 

@@ -20,6 +20,7 @@ from prefrl.training.callbacks import LoopCallback
 from prefrl.training.config import LoopConfig
 from prefrl.training.loop import PreferenceLoop
 from prefrl.training.watch import RunWatch, agreement, batch_steps, summary
+from tests.narrow import present
 from tests.training.test_loop import build
 
 
@@ -167,3 +168,26 @@ def test_stay_margin_says_whether_the_reward_pays_the_agent_to_end_its_episodes(
     cut = TrajectoryBatch(batch.obs, batch.acts, batch.rews, batch.lengths,
                           np.zeros_like(batch.terminated), np.ones_like(batch.truncated))  # fmt: skip
     assert "watch/stay_margin" not in RunWatch(net, seed=0).measure(cut, ds, 0)  # no episode has ended
+
+
+def test_end_clips_are_asked_while_ending_pays() -> None:
+    """CartPole with an absorbing state paid above every step: the loop cuts half its query
+    clips at episode ends (none without the switch, its labels being no ties)."""
+    seen: dict[bool, float] = {}
+    for on in (True, False):
+        cfg = LoopConfig(total_steps=1400, total_labels=16, iterations=4, initial_steps=300,
+                         fragment_length=10, end_clip_frac=0.0, watch_end_clips=on)  # fmt: skip
+        loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+        with torch.no_grad():
+            loop.net.absorbing_reward.fill_(50.0)  # ending pays, whatever the fit makes of the steps
+            loop.net.absorbing_reward.requires_grad_(False)
+        log = BonusLog()
+        loop.callbacks.append(log)
+        loop.run()
+        frags = present(loop.dataset.fragments)
+        ended = frags.reals < frags.length  # clips that reach an episode's end
+        seen[on] = float(ended[loop.dataset.pairs].mean())
+        rows = loop.state.history
+        assert all(r["watch/stay_margin"] < 0 for r in rows[1:])
+        assert all(r.get("watch/end_clips") == (1.0 if on else None) for r in rows[1:])
+    assert seen[True] > seen[False]

@@ -116,10 +116,17 @@ class Clips:
         return AUTO_END_CLIP_FRAC if ties is not None and ties >= TIE_WARN else 0.0
 
     def pick(
-        self, n_queries: int, batch: TrajectoryBatch, active: bool, labelled: bool, ties: float | None
+        self,
+        n_queries: int,
+        batch: TrajectoryBatch,
+        active: bool,
+        labelled: bool,
+        ties: float | None,
+        ends: bool = False,
     ) -> Query | None:
         """Cut clips from ``batch`` and pick ``n_queries`` pairs (by disagreement when ``active``;
-        ``labelled``: labels exist, so clips keep their length; ``ties``: the tie share so far).
+        ``labelled``: labels exist, so clips keep their length; ``ties``: the tie share so far;
+        ``ends``: at least the auto share of clips at episode ends, whatever the ties).
         ``None`` when no pair of distinct clips can be made."""
         c = self.config
         if c.exploration_frac > 0 and self.side_env is not None:
@@ -131,7 +138,8 @@ class Clips:
         n_cand = n_queries * (c.active_selection_oversampling if active else 1)
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
         self._fit_length(batch, labelled)
-        n_end = round(n_frag * self.end_clip_frac(ties)) if batch.terminated.any() else 0
+        share = max(self.end_clip_frac(ties), AUTO_END_CLIP_FRAC if ends else 0.0)
+        n_end = round(n_frag * share) if batch.terminated.any() else 0
         frags, cand = candidate_pairs(batch, n_frag, n_end, n_cand, self.length, self.rng)
         if not len(cand):
             return None

@@ -239,8 +239,11 @@ class PreferenceLoop:
         if requery:
             m["watch/labels_ahead"] = float(ahead := self.labels.budget.ahead(due))
             due += ahead
+        ends = self.config.watch_end_clips and m.get("watch/stay_margin", 0.0) < 0  # ending pays
+        if ends:
+            m["watch/end_clips"] = 1.0
         if due:
-            m.update(self._query(due, batch, requery))  # saved its metrics with the labels
+            m.update(self._query(due, batch, requery, ends))  # saved its metrics with the labels
         else:  # asked before a crash, this iteration
             m.update(self.labels.asked_before(i))
         self.clips.keep(batch)  # older clips for mixture queries
@@ -272,14 +275,17 @@ class PreferenceLoop:
         m["env_steps"] = float(self.env_steps)
         return m
 
-    def _query(self, n_queries: int, batch: TrajectoryBatch, split: bool = False) -> dict[str, float]:
+    def _query(
+        self, n_queries: int, batch: TrajectoryBatch, split: bool = False, ends: bool = False
+    ) -> dict[str, float]:
         """Sample clips from ``batch`` and ask ``n_queries`` comparisons (by disagreement once
-        selection is ready, or at once where the run watch found the ensemble ``split``)."""
+        selection is ready, or at once where the run watch found the ensemble ``split``; with
+        ``ends``, half the clips at episode ends)."""
         c, labels = self.config, self.labels
         ready = split or labels.selection_ready(c.active_selection_from)
         active = bool(c.active_selection) and ready
         labelled = bool(len(self.dataset) or labels.asked)  # clips keep their length once labels exist
-        query = self.clips.pick(n_queries, batch, active, labelled, labels.ties())
+        query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends)
         if query is None:
             return {"labels/asked": 0.0}
         return labels.ask(query.fragments, query.pairs, query.k, self.iteration, query.picked)
