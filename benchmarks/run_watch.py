@@ -52,6 +52,7 @@ COLUMNS: dict[str, str] = {
     "agreement": "watch/agreement",
     "novelty": "watch/novelty",
     "learned_gain": "watch/learned_gain",
+    "stay_margin": "watch/stay_margin",
     "alarm": "watch/alarm",
     "fresh_accuracy": "reward/fresh_accuracy",
     "fresh_hits": "reward/fresh_hits",
@@ -104,6 +105,7 @@ SIGNALS: dict[str, Signal] = {
     "fresh_accuracy<0.5": Signal("fresh_accuracy < 0.5", _below("fresh_accuracy", 0.5)),
     "novelty>1.5": Signal("novelty > 1.5", _above("novelty", 1.5)),
     "alarm+gain": Signal("agreement < 0.4 and learned_gain > 0", _alarm_and_gain),
+    "ending_pays": Signal("stay_margin < 0", _below("stay_margin", 0.0)),
 }
 """The candidate signals, by the name the result file and the table give them."""
 
