@@ -151,7 +151,7 @@ def plot(grid: dict[tuple, dict[str, list]], methods: list[str], path: Path) -> 
         ax.set_xscale("log")
         ax.set_title(f"{env}, {teacher} teacher, {steps:,} steps", fontsize=9)
         ax.set_xlabel("labels")
-        ax.set_ylabel("score (median, range over seeds)")
+        ax.set_ylabel("score (median; bar: worst to best seed)")
         ax.legend(fontsize=7, frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

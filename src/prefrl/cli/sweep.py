@@ -11,7 +11,8 @@ teacher. Everything lands under ``--out``:
   (or ``error.txt``). A repeated or killed sweep skips finished cells and resumes the
   others from their checkpoints (a reference run starts over: it has none);
 - ``results.jsonl``: one line per learned cell (returns, score, wall time);
-- ``summary.md``: median score and spread per environment, teacher and budget;
+- ``summary.md``: median score, spread and worst seed per environment, teacher and budget
+  (and whether the seeds disagree);
 - ``score_vs_labels.png`` (seed range as a band) and ``wall_time.png``.
 
 ``ray.init()`` starts a local Ray on all cores (one cell per core) unless ``--address``
