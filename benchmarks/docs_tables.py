@@ -394,6 +394,9 @@ NEXT = "-reward.use_next_obs=True"
 PROB = "-active_selection=True-uncertainty_measure=probability"  # from the first query (`active`)
 WARM = "-active_selection=True-active_selection_from=30"  # after a 30-label warm-up (`active_warm`)
 
+WATCH = "watch-2026-11-27/"  # the run watch's rows (issue 48), in their own folder
+LUNAR = "LunarLanderContinuous-v3-sac-oracle-50l-50000s"
+
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
         ("environment, labels, steps", "reward reads (s, a)", "reward reads (s, a, s')"),
@@ -480,6 +483,19 @@ COMPARISONS: dict[str, Comparison] = {
             ),
             ("Swimmer-v5", (SWIM + "-method=broad", None, SWIM + "-method=varied_mixed")),
             ("Pendulum-v1, 10 labels", (PEND10 + "-method=broad", None, PEND10 + "-method=varied_mixed")),
+        ),
+    ),
+    "run-watch-actions": Comparison(
+        ("row (5 seeds)", "today's default", "`--loop.watch-requery`", "`--loop.watch-end-clips`"),
+        (
+            (
+                "LunarLanderContinuous-v3, 50 labels, 50,000 steps",
+                (
+                    WATCH + LUNAR,
+                    WATCH + LUNAR + "-watch_requery=True",
+                    WATCH + LUNAR + "-watch_end_clips=True",
+                ),
+            ),
         ),
     ),
 }
