@@ -395,7 +395,7 @@ PROB = "-active_selection=True-uncertainty_measure=probability"  # from the firs
 WARM = "-active_selection=True-active_selection_from=30"  # after a 30-label warm-up (`active_warm`)
 
 WATCH = "watch-2026-11-27/"  # the run watch's rows (issue 48), in their own folder
-LUNAR = "LunarLanderContinuous-v3-sac-oracle-50l-50000s"
+LUNAR, CART10 = "LunarLanderContinuous-v3-sac-oracle-50l-50000s", "CartPole-v1-ppo-oracle-10l-50000s"
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -495,6 +495,10 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + LUNAR + "-watch_requery=True",
                     WATCH + LUNAR + "-watch_end_clips=True",
                 ),
+            ),
+            (
+                "CartPole-v1 (PPO), 10 labels, 50,000 steps",
+                (WATCH + CART10, None, WATCH + CART10 + "-watch_end_clips=True"),
             ),
         ),
     ),
