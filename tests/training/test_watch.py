@@ -136,7 +136,7 @@ def test_the_alarm_asks_ahead_and_penalises_only_while_it_fires(floor: float) ->
         assert [r["labels/asked"] for r in rows] == list(alloc)
     report = summary(rows)
     assert len(report["alarms"]) == (3 if floor == 1.0 else 0) and report["iterations"] == 3
-    assert ("fired at 3 of 3" if floor == 1.0 else "quiet") in report["text"]
+    assert ("split on the agent's newest steps at 3 of 3" if floor == 1.0 else "agreed") in report["text"]
 
 
 def test_watch_options_out_of_range_are_refused() -> None:
@@ -190,4 +190,8 @@ def test_end_clips_are_asked_while_ending_pays() -> None:
         rows = loop.state.history
         assert all(r["watch/stay_margin"] < 0 for r in rows[1:])
         assert all(r.get("watch/end_clips") == (1.0 if on else None) for r in rows[1:])
+        report = summary(rows)
+        assert report["ending_pays"] == [int(r["step"]) for r in rows[1:]]
+        assert report["end_clips"] == (3 if on else 0)
+        assert ("cut at episode ends there" in report["text"]) == on
     assert seen[True] > seen[False]

@@ -161,9 +161,13 @@ class WatchSummary(TypedDict):
     iterations: int
     """Iterations the watch measured."""
     alarms: list[int]
-    """Environment steps of the iterations where it fired."""
+    """Environment steps of the iterations where the alarm fired (the ensemble split)."""
     labels_ahead: int
     """Queries asked early where it fired (``watch_requery``)."""
+    ending_pays: list[int]
+    """Environment steps of the iterations where ending an episode paid (stay margin below 0)."""
+    end_clips: int
+    """Iterations whose queries took half their clips at episode ends for it (``watch_end_clips``)."""
     text: str
     """The same in one line (:func:`describe`), for the report and the run's page."""
 
@@ -172,19 +176,37 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
     """Condense a loop's per-iteration metrics (``LoopState.history``) into a :class:`WatchSummary`."""
     rows = [h for h in history if "watch/alarm" in h]
     alarms = [int(h["step"]) for h in rows if h["watch/alarm"] > 0]
-    ahead = int(sum(h.get("watch/labels_ahead", 0.0) for h in rows))
-    return WatchSummary(iterations=len(rows), alarms=alarms, labels_ahead=ahead,
-                        text=describe(len(rows), alarms, ahead))  # fmt: skip
-
-
-def describe(iterations: int, alarms: Sequence[int], labels_ahead: int) -> str:
-    """One line for the run's report, e.g. ``fired at 3 of 13 iterations (first at step 22,000)``."""
-    if not iterations:
-        return "not measured (no reward fitted during agent training)"
-    if not alarms:
-        return f"quiet at all {iterations} iterations (the reward ensemble agreed on the agent's steps)"
-    ahead = f"; {labels_ahead} labels asked early there" if labels_ahead else ""
-    return (
-        f"fired at {len(alarms)} of {iterations} iterations (first at step {alarms[0]:,}): the reward "
-        f"ensemble split on the agent's newest steps{ahead}"
+    ending = [int(h["step"]) for h in rows if h.get("watch/stay_margin", 0.0) < 0]
+    s = WatchSummary(
+        iterations=len(rows),
+        alarms=alarms,
+        labels_ahead=int(sum(h.get("watch/labels_ahead", 0.0) for h in rows)),
+        ending_pays=ending,
+        end_clips=sum(1 for h in rows if h.get("watch/end_clips")),
+        text="",
     )
+    s["text"] = describe(s)
+    return s
+
+
+def describe(s: WatchSummary) -> str:
+    """One line for the run's report, e.g. ``the reward ensemble split on the agent's newest
+    steps at 3 of 13 iterations (first at step 22,000)``."""
+    n = s["iterations"]
+    if not n:
+        return "not measured (no reward fitted during agent training)"
+    alarms, ending = s["alarms"], s["ending_pays"]
+    if alarms:
+        ahead = f"; {s['labels_ahead']} labels asked early there" if s["labels_ahead"] else ""
+        parts = [
+            f"the reward ensemble split on the agent's newest steps at {len(alarms)} of {n} iterations "
+            f"(first at step {alarms[0]:,}{ahead})"
+        ]
+    else:
+        parts = [f"the reward ensemble agreed on the agent's steps at all {n} iterations"]
+    if ending:
+        done = "; half the query clips cut at episode ends there" if s["end_clips"] else ""
+        parts.append(
+            f"ending an episode paid more than going on at {len(ending)} (first at step {ending[0]:,}{done})"
+        )
+    return "; ".join(parts)
