@@ -149,11 +149,13 @@ class LoopConfig:
     """When the run watch fires, ask twice this iteration's queries (the extra ones taken from
     later iterations' share of the budget), all chosen by disagreement among the agent's newest
     clips: labels go where the members split."""
-    watch_end_clips: bool = False
+    watch_end_clips: bool = True
     """While the run watch finds that the reward pays the agent to end its episodes
     (``watch/stay_margin`` below 0, where episodes terminate), half of the iteration's query
     clips are cut at episode ends (as ``end_clip_frac`` 0.5), so the labels say how each
-    ending compares with going on."""
+    ending compares with going on. On by default: it saved both failed seeds of
+    LunarLanderContinuous-v3 at 50 labels and changed nothing where it never fired
+    (docs/benchmarks/label-efficiency.md, "Acting on it")."""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""
