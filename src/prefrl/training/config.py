@@ -141,9 +141,9 @@ class LoopConfig:
     is not drawn there (the conservative ensemble reward against over-optimisation). Subtracted
     from the exploration bonus where both are set. 0: off."""
     watch_agreement: float = 0.4
-    """The run watch's alarm (:mod:`prefrl.training.watch`): it fires at an iteration where the
+    """The run watch's alarm (prefrl.training.watch): it fires at an iteration where the
     reward ensemble's members agree less than this on the agent's newest steps (the mean pairwise
-    correlation of their rewards, ``watch/agreement``; -1 turns it off). It needs no true reward,
+    correlation of their rewards, watch/agreement; -1 turns it off). It needs no true reward,
     so it works with people; the run's report and page say where it fired."""
     watch_requery: bool = False
     """When the run watch fires, ask twice this iteration's queries (the extra ones taken from
@@ -151,8 +151,8 @@ class LoopConfig:
     clips: labels go where the members split."""
     watch_end_clips: bool = True
     """While the run watch finds that the reward pays the agent to end its episodes
-    (``watch/stay_margin`` below 0, where episodes terminate), half of the iteration's query
-    clips are cut at episode ends (as ``end_clip_frac`` 0.5), so the labels say how each
+    (watch/stay_margin below 0, where episodes terminate), half of the iteration's query
+    clips are cut at episode ends (as end_clip_frac 0.5), so the labels say how each
     ending compares with going on. On by default: it saved both failed seeds of
     LunarLanderContinuous-v3 at 50 labels and changed nothing where it never fired
     (docs/benchmarks/label-efficiency.md, "Acting on it")."""
