@@ -500,6 +500,10 @@ COMPARISONS: dict[str, Comparison] = {
                 "CartPole-v1 (PPO), 10 labels, 50,000 steps",
                 (WATCH + CART10, None, WATCH + CART10 + "-watch_end_clips=True"),
             ),
+            (
+                "Hopper-v5, 100 labels, 100,000 steps",
+                (Text("the same runs: it never fired"), None, WATCH + HOP + "-watch_end_clips=True"),
+            ),
         ),
     ),
 }
