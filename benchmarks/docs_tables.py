@@ -396,6 +396,7 @@ WARM = "-active_selection=True-active_selection_from=30"  # after a 30-label war
 
 WATCH = "watch-2026-11-27/"  # the run watch's rows (issue 48), in their own folder
 LUNAR, CART10 = "LunarLanderContinuous-v3-sac-oracle-50l-50000s", "CartPole-v1-ppo-oracle-10l-50000s"
+ACRO30 = "Acrobot-v1-ppo-oracle-30l-100000s"
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -486,7 +487,12 @@ COMPARISONS: dict[str, Comparison] = {
         ),
     ),
     "run-watch-actions": Comparison(
-        ("row (5 seeds)", "today's default", "`--loop.watch-requery`", "`--loop.watch-end-clips`"),
+        (
+            "row (5 seeds unless named)",
+            "no action (the default until 2026-11-27)",
+            "`--loop.watch-requery`",
+            "`--loop.watch-end-clips` (today's default)",
+        ),
         (
             (
                 "LunarLanderContinuous-v3, 50 labels, 50,000 steps",
@@ -499,6 +505,10 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "CartPole-v1 (PPO), 10 labels, 50,000 steps",
                 (WATCH + CART10, None, WATCH + CART10 + "-watch_end_clips=True"),
+            ),
+            (
+                "Acrobot-v1 (PPO), 30 labels, 100,000 steps (3 seeds; ending is the goal)",
+                (WATCH + ACRO30, None, WATCH + ACRO30 + "-watch_end_clips=True"),
             ),
             (
                 "Hopper-v5, 100 labels, 100,000 steps",
