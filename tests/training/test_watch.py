@@ -19,7 +19,7 @@ from prefrl.training.budget import LabelBudget
 from prefrl.training.callbacks import LoopCallback
 from prefrl.training.config import LoopConfig
 from prefrl.training.loop import PreferenceLoop
-from prefrl.training.watch import RunWatch, agreement, batch_steps, summary
+from prefrl.training.watch import RunWatch, agreement, batch_steps, members, summary
 from tests.narrow import present
 from tests.training.test_loop import build
 
@@ -75,7 +75,7 @@ def test_novelty_rises_where_the_labels_do_not_reach_and_gain_reads_the_learned_
     good, bad = _pendulum(6, seed=2), _pendulum(2, seed=1)
     g, b = batch_steps(good, rng), batch_steps(bad, rng)
     assert g is not None and b is not None
-    paid_more = g.members(net).mean() > b.members(net).mean()
+    paid_more = members(net, g).mean() > members(net, b).mean()
     w = RunWatch(net, seed=0)
     w.measure(bad, ds, 0)
     gain = w.measure(good, ds, 1)["watch/learned_gain"]
@@ -158,7 +158,7 @@ def test_stay_margin_says_whether_the_reward_pays_the_agent_to_end_its_episodes(
     ds.add(frags, np.array([[0, 1], [2, 3]]), np.array([1.0, 0.0], np.float32))
     steps = batch_steps(batch, rng)
     assert steps is not None
-    per_step = steps.members(net).mean(0)
+    per_step = members(net, steps).mean(0)
     margins = []
     for absorbing in (per_step.max() + 1.0, per_step.min() - 1.0):
         with torch.no_grad():

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from prefrl.data.arrays import (
+    Obs,
     check_finite,
     obs_concat,
     obs_from_flat_dict,
@@ -189,6 +190,18 @@ class TrajectoryBatch:
         valid = np.ones(len(self.acts), dtype=bool)
         valid[self.starts + self.lengths] = False
         return np.flatnonzero(valid)
+
+    def transitions(self, rows: np.ndarray | None = None) -> tuple[Obs, np.ndarray, Obs, np.ndarray]:
+        """``(obs, acts, next_obs, dones)``, each ``[n, ...]``, of the transitions leaving
+        ``rows`` (default: every one, :attr:`step_rows`): the inputs of a reward network."""
+        rows = self.step_rows if rows is None else rows
+        dones = self.dones[rows]
+        return (
+            obs_map(lambda a: a[rows], self.obs),
+            self.acts[rows],
+            obs_map(lambda a: a[rows + 1], self.obs),
+            dones,
+        )
 
     def episode(self, i: int) -> Trajectory:
         """Episode ``i`` as a :class:`Trajectory` (views, no copy)."""

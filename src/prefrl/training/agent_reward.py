@@ -21,7 +21,6 @@ from prefrl.agents.entropy import StateEntropyReward
 from prefrl.agents.protocols import Agent
 from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.sb3 import relabel_replay_buffer, write_buffer_rewards
-from prefrl.data.arrays import Obs, obs_map
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.training.config import LoopConfig
 
@@ -113,10 +112,7 @@ class AgentReward:
             self.reward.normalizer.reset_to(raw)
             write_buffer_rewards(agent, self.reward.normalizer(raw) if self.reward.normalize else raw)
         else:
-            rows = batch.step_rows
-            obs: Obs = obs_map(lambda a: a[rows], batch.obs)
-            nxt: Obs = obs_map(lambda a: a[rows + 1], batch.obs)
-            raw = self.reward.raw(obs, batch.acts[rows], nxt, batch.dones[rows])
+            raw = self.reward.raw(*batch.transitions())
             self.reward.normalizer.reset_to(raw)
 
     def refresh(self) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from prefrl.agents.protocols import Agent
-from prefrl.data.arrays import obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
@@ -99,8 +98,7 @@ class RewardFit:
         acc = true_pair_accuracy(self.net, batch, HELDOUT_PAIRS, length, rng)
         out = {} if acc is None else {"reward/heldout_accuracy": acc}
         rows = batch.step_rows
-        obs, nxt = obs_map(lambda a: a[rows], batch.obs), obs_map(lambda a: a[rows + 1], batch.obs)
-        learned, _ = self.net.predict(obs, batch.acts[rows], nxt, batch.dones[rows])
+        learned, _ = self.net.predict(*batch.transitions(rows))
         true = batch.rews[rows]
         if len(rows) < 2 or np.std(learned) == 0 or np.std(true) == 0:
             return out

@@ -27,18 +27,19 @@ since the previous fit, before it trains on them: the trust record of
 The alarm (``watch/alarm``, :meth:`RunWatch.alarm`) fires where the members' agreement falls
 below ``LoopConfig.watch_agreement``. What the loop does then is a switch each
 (``watch_requery``: more queries now, by disagreement; ``watch_penalty``: pessimism while it
-fires); :func:`summary` condenses a run's alarms for its report.
+fires), and so is what it does where the stay margin falls below 0 (``watch_end_clips``, on
+by default: half the query clips at episode ends); :func:`summary` condenses it all for the
+run's report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
 
-from prefrl.data.arrays import obs_map
+from prefrl.data.arrays import Obs, obs_map
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
@@ -48,19 +49,14 @@ SAMPLE_STEPS = 2048
 """At most this many steps of each batch (and of the labelled clips) are scored."""
 
 
-@dataclass(frozen=True)
-class Steps:
-    """A sample of transitions, ready for :meth:`RewardNet.predict_members`: ``obs`` and
-    ``next_obs`` ``[n, ...]`` (or dicts of them), ``acts`` ``[n, ...]``, ``dones`` ``[n]``."""
+Steps = tuple[Obs, np.ndarray, Obs, np.ndarray]
+"""A sample of transitions ``(obs, acts, next_obs, dones)``, each ``[n, ...]``
+(:meth:`TrajectoryBatch.transitions`)."""
 
-    obs: object
-    acts: np.ndarray
-    next_obs: object
-    dones: np.ndarray
 
-    def members(self, net: RewardNet) -> np.ndarray:
-        """Each member's reward ``[E, n]``."""
-        return net.predict_members(self.obs, self.acts, self.next_obs, self.dones)  # type: ignore[arg-type]
+def members(net: RewardNet, steps: Steps) -> np.ndarray:
+    """Each member's reward ``[E, n]`` on ``steps``."""
+    return net.predict_members(*steps)
 
 
 def batch_steps(batch: TrajectoryBatch, rng: np.random.Generator, n: int = SAMPLE_STEPS) -> Steps | None:
@@ -70,9 +66,7 @@ def batch_steps(batch: TrajectoryBatch, rng: np.random.Generator, n: int = SAMPL
         return None
     if len(rows) > n:
         rows = np.sort(rng.choice(rows, n, replace=False))
-    nxt = rows + 1
-    return Steps(obs_map(lambda a: a[rows], batch.obs), batch.acts[rows],
-                 obs_map(lambda a: a[nxt], batch.obs), batch.dones[rows])  # fmt: skip
+    return batch.transitions(rows)
 
 
 def labelled_steps(
@@ -93,14 +87,18 @@ def labelled_steps(
     if len(real) > n:
         real = real[np.sort(rng.choice(len(real), n, replace=False))]
     i, t = real[:, 0], real[:, 1]
-    return Steps(obs_map(lambda a: a[i, t], fa.obs), fa.acts[i, t],
-                 obs_map(lambda a: a[i, t], fa.next_obs), fa.dones[i, t])  # fmt: skip
+    return (
+        obs_map(lambda a: a[i, t], fa.obs),
+        fa.acts[i, t],
+        obs_map(lambda a: a[i, t], fa.next_obs),
+        fa.dones[i, t],
+    )
 
 
-def agreement(members: np.ndarray) -> float:
-    """Mean pairwise Pearson correlation of ``members`` ``[E, n]`` (rows with no spread are
-    left out); NaN with fewer than two rows that vary."""
-    r = members[members.std(1) > 0]
+def agreement(rewards: np.ndarray) -> float:
+    """Mean pairwise Pearson correlation of the members' ``rewards`` ``[E, n]`` (rows with no
+    spread are left out); NaN with fewer than two rows that vary."""
+    r = rewards[rewards.std(1) > 0]
     if len(r) < 2 or r.shape[1] < 2:
         return float("nan")
     c = np.corrcoef(r)
@@ -130,19 +128,19 @@ class RunWatch:
         previous, self.previous = self.previous, new
         if new is None or len(dataset) == 0:
             return {}
-        members = new.members(self.net)  # [E, n]
-        out = {"watch/agreement": agreement(members)}
+        rewards = members(self.net, new)  # [E, n]
+        out = {"watch/agreement": agreement(rewards)}
         self.ends = self.ends or bool(batch.terminated.any())
-        now = members.mean(0)
+        now = rewards.mean(0)
         if self.ends and now.std() > 0:
             out["watch/stay_margin"] = float(now.mean() - self.net.absorbing_value()) / float(now.std())
         labelled = labelled_steps(dataset, rng)
-        if labelled is not None and members.shape[0] > 1:
-            spread = float(labelled.members(self.net).std(0).mean())
+        if labelled is not None and rewards.shape[0] > 1:
+            spread = float(members(self.net, labelled).std(0).mean())
             if spread > 0:
-                out["watch/novelty"] = float(members.std(0).mean()) / spread
+                out["watch/novelty"] = float(rewards.std(0).mean()) / spread
         if previous is not None:
-            old = previous.members(self.net).mean(0)
+            old = members(self.net, previous).mean(0)
             scale = float(np.concatenate([old, now]).std())
             if scale > 0:
                 out["watch/learned_gain"] = float(now.mean() - old.mean()) / scale
