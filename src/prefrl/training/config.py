@@ -156,6 +156,11 @@ class LoopConfig:
     ending compares with going on. On by default: it saved both failed seeds of
     LunarLanderContinuous-v3 at 50 labels and changed nothing where it never fired
     (docs/benchmarks/label-efficiency.md, "Acting on it")."""
+    watch_restore: bool = False
+    """Keep the agent's last policies (one per iteration, in memory) and, after each reward fit and
+    when training ends, give the agent back an earlier one whose last episodes the reward as it
+    now stands pays clearly more than the newest policy's (prefrl.training.restore): a policy
+    led astray by a reward that was wrong for a while gets back what it had."""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""

@@ -56,6 +56,7 @@ from prefrl.training.clips import Clips
 from prefrl.training.closing import close_queries, shows_progress, status_line
 from prefrl.training.config import LoopConfig, LoopState, resolve_selection
 from prefrl.training.labels import Labels
+from prefrl.training.restore import AgentRestore
 from prefrl.training.reward_fit import RewardFit
 from prefrl.training.watch import RunWatch
 
@@ -113,6 +114,7 @@ class PreferenceLoop:
         self.progress = LoopProgress()
         self.fit = RewardFit(reward_net, trainer, config, self.run_dir)
         self.watch = RunWatch(reward_net, config.seed)
+        self.restore = AgentRestore(reward_net) if config.watch_restore and agent is not None else None
         self.labels = Labels(config, teacher, dataset, self.run_dir, on_new=self._labels_added)
         self.clips = Clips(config, reward_net, recorder, trajectories, side_env)
         self.agent_step = AgentStep(agent, config, on_steps=self._env_steps_done)
@@ -196,6 +198,8 @@ class PreferenceLoop:
         while p.iteration < self.config.iterations:
             t0 = time.perf_counter()
             metrics = self._iteration(p.iteration)
+            if p.iteration + 1 == self.config.iterations:
+                metrics.update(self._last_restore())
             p.iteration += 1
             p.wall_s = time.perf_counter() - t_start
             metrics["time/iteration_s"] = time.perf_counter() - t0
@@ -222,6 +226,8 @@ class PreferenceLoop:
         if self.signal is not None:  # RUNE's bonus or the penalty (also in a relabelled buffer)
             self.signal.set_bonus(self.env_steps)
         batch = self.clips.gather(self.agent_step.policy())
+        if self.restore is not None and i > 0:  # the policy that played the newest episodes
+            self.restore.remember(self.agent, batch, self.env_steps)
         if self.clips.trajectories is None and self.signal is not None:
             self.signal.see(batch)
         if self.clips.trajectories is None and batch.rews is not None and batch.num_steps:
@@ -258,6 +264,8 @@ class PreferenceLoop:
             self.labels.fitted()
             if self.signal is not None:
                 self.signal.changed(batch, self.agent)
+        if self.restore is not None:
+            m.update(self.restore.check(self.agent))
         m["time/reward_s"] = time.perf_counter() - t0
         self.fit.save()
         if self.agent is not None:
@@ -289,6 +297,16 @@ class PreferenceLoop:
         if query is None:
             return {"labels/asked": 0.0}
         return labels.ask(query.fragments, query.pairs, query.k, self.iteration, query.picked)
+
+    def _last_restore(self) -> dict[str, float]:
+        """Training is done: the restore check once more, on the last iteration's episodes."""
+        if self.restore is None or self.clips.recorder is None:
+            return {}
+        batch = self.clips.recorder.pop_episodes()
+        if batch is None:
+            return {}
+        self.restore.remember(self.agent, batch, self.env_steps)
+        return {f"{k}_end": v for k, v in self.restore.check(self.agent).items()}
 
     def _poll(self, all: bool = False) -> int:
         """Add the answers an async teacher has ready (:meth:`~prefrl.training.labels.Labels.poll`)."""

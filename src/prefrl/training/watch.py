@@ -28,8 +28,9 @@ The alarm (``watch/alarm``, :meth:`RunWatch.alarm`) fires where the members' agr
 below ``LoopConfig.watch_agreement``. What the loop does then is a switch each
 (``watch_requery``: more queries now, by disagreement; ``watch_penalty``: pessimism while it
 fires), and so is what it does where the stay margin falls below 0 (``watch_end_clips``, on
-by default: half the query clips at episode ends); :func:`summary` condenses it all for the
-run's report.
+by default: half the query clips at episode ends) and giving the agent an earlier policy back
+that the reward now rates higher (``watch_restore``, :mod:`prefrl.training.restore`);
+:func:`summary` condenses it all for the run's report.
 """
 
 from __future__ import annotations
@@ -166,6 +167,8 @@ class WatchSummary(TypedDict):
     """Environment steps of the iterations where ending an episode paid (stay margin below 0)."""
     end_clips: int
     """Iterations whose queries took half their clips at episode ends for it (``watch_end_clips``)."""
+    restored: list[list[int]]
+    """``[step, policy's step]`` of each time the agent got an earlier policy back (``watch_restore``)."""
     text: str
     """The same in one line (:func:`describe`), for the report and the run's page."""
 
@@ -181,6 +184,12 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
         labels_ahead=int(sum(h.get("watch/labels_ahead", 0.0) for h in rows)),
         ending_pays=ending,
         end_clips=sum(1 for h in rows if h.get("watch/end_clips")),
+        restored=[
+            [int(h["step"]), int(h[k])]
+            for h in rows
+            for k in ("watch/restored_from", "watch/restored_from_end")
+            if k in h
+        ],
         text="",
     )
     s["text"] = describe(s)
@@ -207,4 +216,7 @@ def describe(s: WatchSummary) -> str:
         parts.append(
             f"ending an episode paid more than going on at {len(ending)} (first at step {ending[0]:,}{done})"
         )
+    if s.get("restored"):
+        back = ", ".join(f"at step {a:,} to its policy of step {b:,}" for a, b in s["restored"])
+        parts.append(f"the agent was given an earlier policy back {len(s['restored'])} time(s) ({back})")
     return "; ".join(parts)

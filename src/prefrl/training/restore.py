@@ -1,0 +1,165 @@
+"""The run watch's restore action: the agent gets back an earlier policy that its reward now rates higher.
+
+A reward that was wrong for a while (it paid a behaviour the next labels showed was bad)
+leaves the agent where that reward led it, and a policy that has unlearned a gait rarely
+finds it again in the steps left. With ``LoopConfig.watch_restore`` the loop keeps, each
+iteration, a copy of the agent's parameters as they stand when the iteration's episodes are
+gathered (the policy that played the newest of them) together with the last episodes it
+played. After the reward has fitted the iteration's labels, :class:`AgentRestore` scores every
+kept policy's episodes with the reward as it now stands, by what the agent is paid: the sum
+over an episode of ``reward - absorbing``. Where an earlier policy's episodes score above the
+newest policy's by more than :data:`Z` standard errors, the agent gets that policy back
+(every network and optimiser; the replay buffer stays and is relabelled as usual). The same
+check runs once more when training ends, on the episodes of the last iteration.
+
+No true reward is read, so it works with people; ``watch/restored_from`` in ``metrics.csv``
+and the run's report say when it acted. The copies live in memory, not in checkpoints: a
+resumed run starts keeping them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.rewards.nets import RewardNet
+
+KEEP = 8
+"""Policies kept (the newest; for an image agent each copy also holds its episodes' frames)."""
+TAIL_STEPS = 3000
+"""A policy is judged on the last complete episodes of its batch that make up this many steps."""
+MIN_EPISODES = 2
+"""Policies with fewer complete episodes than this are never compared."""
+Z = 2.0
+"""An earlier policy must beat the newest by this many standard errors of the difference."""
+CHUNK = 1024
+"""Transitions per reward pass while scoring."""
+
+
+@dataclass
+class Snapshot:
+    """One kept policy: its parameters, the environment step it was taken at, and the
+    transitions of its last complete episodes with each transition's episode ``[n]``."""
+
+    env_steps: int
+    params: dict[str, Any]
+    steps: tuple[Any, np.ndarray, Any, np.ndarray]
+    episode: np.ndarray
+
+
+def clone(tree: Any) -> Any:
+    """A copy of a nest of dicts and lists whose tensors are cloned (other leaves shared)."""
+    if isinstance(tree, torch.Tensor):
+        return tree.detach().clone()
+    if isinstance(tree, dict):
+        return {k: clone(v) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(clone(v) for v in tree)
+    return tree
+
+
+def tail(batch: TrajectoryBatch, steps: int = TAIL_STEPS) -> TrajectoryBatch | None:
+    """The last complete episodes of ``batch`` that make up at least ``steps`` transitions
+    (all of them if fewer); ``None`` with fewer than :data:`MIN_EPISODES`."""
+    done = np.flatnonzero((batch.terminated | batch.truncated) & (batch.lengths > 0))
+    if len(done) < MIN_EPISODES:
+        return None
+    total = np.cumsum(batch.lengths[done][::-1])
+    n = max(MIN_EPISODES, int(np.searchsorted(total, steps)) + 1)
+    return TrajectoryBatch.from_trajectories([batch.episode(int(i)) for i in done[-n:]])
+
+
+def agent_params(agent: Any) -> dict[str, Any]:
+    """A copy of an SB3 agent's parameters: its networks' and optimisers' state dicts, and SAC's
+    entropy coefficient where it learns one."""
+    params = clone(agent.get_parameters())
+    log_ent = getattr(agent, "log_ent_coef", None)
+    if isinstance(log_ent, torch.Tensor):
+        params["log_ent_coef"] = log_ent.detach().clone()
+    return params
+
+
+def set_agent_params(agent: Any, params: dict[str, Any]) -> None:
+    """Load a copy made by :func:`agent_params` into ``agent`` (the copy stays untouched)."""
+    params = clone(params)
+    log_ent = params.pop("log_ent_coef", None)
+    agent.set_parameters(params, exact_match=True, device=agent.device)
+    if log_ent is not None:
+        with torch.no_grad():
+            agent.log_ent_coef.copy_(log_ent)
+
+
+class AgentRestore:
+    """Keeps the agent's recent policies and restores the one its reward rates best (see the
+    module docstring).
+
+    Args:
+        net: the reward being learned (its ensemble mean scores episodes).
+        get_params, set_params: copy the agent's parameters out and back in (by default
+            :func:`agent_params` / :func:`set_agent_params` for SB3 agents).
+    """
+
+    def __init__(
+        self,
+        net: RewardNet,
+        get_params: Callable[[Any], dict[str, Any]] = agent_params,
+        set_params: Callable[[Any, dict[str, Any]], None] = set_agent_params,
+    ) -> None:
+        self.net, self.get_params, self.set_params = net, get_params, set_params
+        self.kept: list[Snapshot] = []
+
+    def remember(self, agent: Any, batch: TrajectoryBatch, env_steps: int) -> None:
+        """Keep ``agent``'s parameters now with the last complete episodes of ``batch`` (the
+        episodes it played since the last call); nothing when ``batch`` has too few."""
+        last = tail(batch)
+        if last is None:
+            return
+        episode = np.repeat(np.arange(len(last)), last.lengths)  # [n]: the episode of each step
+        self.kept.append(Snapshot(env_steps, self.get_params(agent), last.transitions(), episode))
+        del self.kept[:-KEEP]
+
+    def scores(self) -> list[np.ndarray]:
+        """Each kept policy's episodes ``[k_j]``, scored by the reward as it stands: the sum over
+        each episode of ``reward - absorbing`` (what the agent is paid)."""
+        absorbing = self.net.absorbing_value()
+        out = []
+        for s in self.kept:
+            n = len(s.episode)
+            r = np.concatenate([self._rewards(s.steps, i, min(i + CHUNK, n)) for i in range(0, n, CHUNK)])
+            out.append(np.bincount(s.episode, weights=r - absorbing))
+        return out
+
+    def _rewards(self, steps: tuple[Any, np.ndarray, Any, np.ndarray], a: int, b: int) -> np.ndarray:
+        obs, acts, next_obs, dones = steps
+        cut: Callable[[Any], Any] = (
+            (lambda x: {k: v[a:b] for k, v in x.items()}) if isinstance(obs, dict) else (lambda x: x[a:b])
+        )
+        return self.net.predict_members(cut(obs), acts[a:b], cut(next_obs), dones[a:b]).mean(0)
+
+    def check(self, agent: Any) -> dict[str, float]:
+        """Compare the kept policies with the newest under the reward as it stands, and give
+        ``agent`` the best earlier one where it wins by :data:`Z` standard errors. Returns
+        ``watch/restore_gap`` (the best earlier policy's lead in standard errors) and, where it
+        acted, ``watch/restored_from`` (the environment step of the policy given back)."""
+        if len(self.kept) < 2:
+            return {}
+        scores = self.scores()
+        means = np.array([s.mean() for s in scores])
+        pooled = np.mean([s.var(ddof=1) for s in scores])  # every kept policy has >= 2 episodes
+        best = int(np.argmax(means[:-1]))
+        se = float(np.sqrt(pooled * (1 / len(scores[best]) + 1 / len(scores[-1]))))
+        gap = float(means[best] - means[-1])
+        lead = gap / se if se > 0 else (np.inf if gap > 0 else 0.0)
+        out = {"watch/restore_gap": float(min(lead, 1e6))}
+        if lead > Z:
+            chosen = self.kept[best]
+            self.set_params(agent, chosen.params)
+            # the agent now plays this policy: it stands for the newest until the next batch
+            self.kept.append(self.kept.pop(best))
+            out["watch/restored_from"] = float(chosen.env_steps)
+        return out

@@ -1,0 +1,131 @@
+"""The restore action: the agent gets back an earlier policy its reward now rates higher."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from prefrl.agents.rollout import collect_episodes
+from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.rewards import MLPReward
+from prefrl.training.config import LoopConfig
+from prefrl.training.restore import AgentRestore, agent_params, set_agent_params, tail
+from prefrl.training.watch import describe, summary
+from tests.training.test_loop import build
+
+
+def _cartpole(balanced: bool, seed: int) -> TrajectoryBatch:
+    """CartPole episodes: pushed towards the pole's lean (long) or always left (short)."""
+    policy = (lambda o: int(o[2] + 0.5 * o[3] > 0)) if balanced else (lambda o: 0)
+    return collect_episodes(make_env("CartPole-v1"), n_episodes=4, seed=seed, policy=policy)
+
+
+def _paid_per_step() -> MLPReward:
+    """A CartPole reward whose absorbing state is worth less than every step: longer episodes pay more."""
+    env = make_env("CartPole-v1")
+    torch.manual_seed(0)
+    net = MLPReward(env.observation_space, env.action_space, hidden=(16,), ensemble_size=2)
+    with torch.no_grad():
+        net.absorbing_reward.fill_(-100.0)
+    return net
+
+
+def _state(agent) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in agent.policy.state_dict().items()}
+
+
+def _ppo():
+    cfg = AgentConfig(algo="ppo", net_arch=[16], n_steps=64, batch_size=32)
+    return make_agent(cfg, make_vec_env("CartPole-v1", 1, seed=0))
+
+
+def _perturb(agent) -> None:
+    with torch.no_grad():
+        for p in agent.policy.parameters():
+            p.add_(torch.randn_like(p))
+
+
+def test_the_earlier_policy_the_reward_pays_more_is_given_back() -> None:
+    agent = _ppo()
+    restore = AgentRestore(_paid_per_step())
+    restore.remember(agent, _cartpole(True, seed=0), 1000)  # a policy that balanced
+    good = _state(agent)
+    _perturb(agent)
+    restore.remember(agent, _cartpole(False, seed=1), 2000)  # then one that falls at once
+    out = restore.check(agent)
+    assert out["watch/restored_from"] == 1000.0 and out["watch/restore_gap"] > 2
+    now = _state(agent)
+    assert all(torch.equal(now[k], good[k]) for k in good)
+    assert restore.kept[-1].env_steps == 1000  # the policy given back stands for the newest
+
+
+def test_the_newest_policy_stays_when_it_is_paid_as_much_or_more() -> None:
+    agent = _ppo()
+    restore = AgentRestore(_paid_per_step())
+    restore.remember(agent, _cartpole(False, seed=1), 1000)
+    _perturb(agent)
+    restore.remember(agent, _cartpole(True, seed=0), 2000)
+    before = _state(agent)
+    out = restore.check(agent)
+    assert "watch/restored_from" not in out and out["watch/restore_gap"] < 0
+    assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
+    # the same episodes twice: no lead, nothing done
+    same = AgentRestore(_paid_per_step())
+    for step in (1000, 2000):
+        same.remember(agent, _cartpole(True, seed=0), step)
+    assert same.check(agent) == {"watch/restore_gap": 0.0}
+
+
+def test_only_policies_with_enough_complete_episodes_are_kept() -> None:
+    batch = _cartpole(False, seed=0)
+    one = TrajectoryBatch.from_trajectories([batch.episode(0)])
+    restore = AgentRestore(_paid_per_step())
+    restore.remember(_ppo(), one, 500)
+    assert restore.kept == [] and restore.check(_ppo()) == {}
+    last = tail(batch, steps=1)  # at least two episodes, the last ones
+    assert last is not None and len(last) == 2
+    np.testing.assert_array_equal(last.lengths, batch.lengths[-2:])
+
+
+def test_sac_parameters_go_back_whole() -> None:
+    """Networks, optimisers and SAC's entropy coefficient: a copy, untouched by what follows."""
+    cfg = AgentConfig(algo="sac", net_arch=[16], batch_size=32)
+    agent = make_agent(cfg, make_vec_env("Pendulum-v1", 1, seed=0), learning_starts=50)
+    agent.learn(120)
+    saved = agent_params(agent)
+    before, ent = _state(agent), agent.log_ent_coef.detach().clone()
+    agent.learn(120)  # trains every network and the coefficient
+    assert not torch.equal(agent.log_ent_coef.detach(), ent)
+    set_agent_params(agent, saved)
+    assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
+    assert torch.equal(agent.log_ent_coef.detach(), ent)
+    agent.learn(60)  # the copy is not the live tensors
+    assert torch.equal(saved["log_ent_coef"], ent)
+
+
+def test_the_loop_checks_each_iteration_and_once_more_at_the_end() -> None:
+    cfg = LoopConfig(total_steps=2400, total_labels=8, iterations=4, initial_steps=200,
+                     fragment_length=20, watch_restore=True)  # fmt: skip
+    loop = build(cfg)  # SAC on Pendulum: every episode is 200 steps
+    loop.run()
+    rows = loop.state.history
+    assert "watch/restore_gap" not in rows[0] and "watch/restore_gap" not in rows[1]  # one policy kept
+    assert all("watch/restore_gap" in r for r in rows[2:])
+    assert "watch/restore_gap_end" in rows[-1]
+    assert loop.restore is not None and len(loop.restore.kept) == 4  # iterations 1-3 and the end
+    off = build(LoopConfig(total_steps=800, total_labels=6, iterations=3, initial_steps=200,
+                           fragment_length=20))  # fmt: skip
+    assert off.restore is None
+
+
+def test_the_report_says_when_a_policy_was_given_back() -> None:
+    rows = [
+        {"step": 1000.0, "watch/alarm": 0.0},
+        {"step": 2000.0, "watch/alarm": 0.0, "watch/restored_from": 1000.0},
+        {"step": 3000.0, "watch/alarm": 0.0, "watch/restored_from_end": 1000.0},
+    ]
+    s = summary(rows)
+    assert s["restored"] == [[2000, 1000], [3000, 1000]]
+    assert "earlier policy back 2 time(s) (at step 2,000 to its policy of step 1,000" in describe(s)
+    assert "earlier policy" not in summary(rows[:1])["text"]
