@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from stable_baselines3 import SAC
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
@@ -92,6 +93,7 @@ def test_sac_parameters_go_back_whole() -> None:
     """Networks, optimisers and SAC's entropy coefficient: a copy, untouched by what follows."""
     cfg = AgentConfig(algo="sac", net_arch=[16], batch_size=32)
     agent = make_agent(cfg, make_vec_env("Pendulum-v1", 1, seed=0), learning_starts=50)
+    assert isinstance(agent, SAC)
     agent.learn(120)
     saved = agent_params(agent)
     before, ent = _state(agent), agent.log_ent_coef.detach().clone()
