@@ -5,16 +5,27 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.data import PreferenceDataset
+from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import MLPReward
 from prefrl.selection import DisagreementSelector
+from prefrl.selection.selectors import ensemble_logits
 from prefrl.teachers import SyntheticTeacher
-from prefrl.training.mixture import EpisodeArchive, archive_pairs, join_queries, older_share
+from prefrl.training.config import LoopConfig
+from prefrl.training.mixture import (
+    EpisodeArchive,
+    archive_pairs,
+    join_queries,
+    newer_older_pairs,
+    older_share,
+)
 from prefrl.training.queries import candidate_pairs
 from tests.narrow import present
+from tests.training.test_loop import build
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +93,45 @@ def test_a_run_with_mixture_queries_asks_half_its_rounds_from_older_episodes(tmp
     older = [float(r["labels/archive_pairs"] or 0) for r in rows]
     assert older == [0.0, 2.0, 2.0, 2.0]  # none before any older episodes exist, then half of 4
     assert json.loads((run / "report.json").read_text())["labels_used"] == 16
+
+
+def test_newer_older_pairs_put_a_newest_clip_first_and_an_older_one_second(batches) -> None:
+    rng = np.random.default_rng(3)
+    net = MLPReward(gym.spaces.Box(-np.inf, np.inf, (3,)), gym.spaces.Box(-2, 2, (1,)), ensemble_size=3)
+    newest, older = batches[0], TrajectoryBatch.concat(batches[1:])
+    frags, pairs, newer = newer_older_pairs(net, newest, older, 5, 20, 4, "probability", rng)
+    assert pairs.shape == (5, 2) and 0.0 < newer < 1.0
+    first = frags.arrays(pairs[:, 0]).obs[:, 0]  # [5, 3]: each clip's first observation
+    second = frags.arrays(pairs[:, 1]).obs[:, 0]
+
+    def found(rows: np.ndarray, batch: TrajectoryBatch) -> bool:
+        return all((np.abs(batch.obs - r).sum(1) == 0).any() for r in rows)
+
+    assert found(first, newest) and not found(first, older)
+    assert found(second, older) and not found(second, newest)
+    # the reward's verdict is the mean over the chosen pairs of its members' P(first preferred)
+    logits = ensemble_logits(net, frags, pairs)
+    assert newer == pytest.approx(float(torch.sigmoid(logits).mean()))
+    # chosen by disagreement: the members split on every pair picked
+    picked = DisagreementSelector(net, "probability").scores(frags, pairs)
+    assert picked.min() > 0
+
+
+def test_a_run_against_older_clips_logs_both_verdicts(tmp_path) -> None:
+    cfg = LoopConfig(total_steps=2000, total_labels=16, iterations=4, initial_steps=400, fragment_length=20,
+                     watch_against_older=True)  # fmt: skip
+    loop = build(cfg)
+    loop.run()
+    rows = loop.state.history
+    assert "watch/reward_newer" not in rows[0]  # no earlier episodes yet
+    for r in rows[1:]:
+        assert 0.0 <= r["watch/reward_newer"] <= 1.0 and 0.0 <= r["watch/teacher_newer"] <= 1.0
+    # half of each later round (rounded up) put a newest clip first: the teacher's answers on
+    # them are the last labels of the round
+    per = [int(r["labels/asked"]) for r in rows]
+    end = np.cumsum(per)
+    for i in range(1, len(rows)):
+        half = older_share(per[i], 0.5)  # rounds of 5 put 3 newest clips first
+        labels = loop.dataset.labels[end[i] - half : end[i]]
+        assert rows[i]["watch/teacher_newer"] == pytest.approx(float(np.mean(labels)))
+    assert loop.labels.asked == 16

@@ -25,8 +25,18 @@ from prefrl.data.fragments import Fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
 from prefrl.training.config import AUTO_END_CLIP_FRAC, TIE_WARN, LoopConfig
-from prefrl.training.mixture import EpisodeArchive, archive_pairs, join_queries, older_share
+from prefrl.training.mixture import (
+    EpisodeArchive,
+    archive_pairs,
+    join_queries,
+    newer_older_pairs,
+    older_share,
+)
 from prefrl.training.queries import candidate_pairs, choose_pairs
+
+AGAINST_OLDER_SHARE = 0.5
+"""With ``watch_against_older``: the share of an iteration's queries (of those not taken by
+mixture queries) that pair a newest clip with an older one."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,8 @@ class Query:
     pairs: np.ndarray
     k: int
     picked: dict[str, float]
+    newer_older: int = 0
+    """The last this many pairs put a clip of the newest episodes against an older one (first: newer)."""
 
 
 class ClipsState(TypedDict):
@@ -104,7 +116,7 @@ class Clips:
 
     def keep(self, batch: TrajectoryBatch) -> None:
         """Keep ``batch`` for the mixture queries of later iterations (when they are on)."""
-        if self.config.archive_share > 0 and self.trajectories is None:
+        if (self.config.archive_share > 0 or self.config.watch_against_older) and self.trajectories is None:
             self.archive.add(batch)
 
     # ------------------------------------------------------------------ queries
@@ -132,9 +144,11 @@ class Clips:
         if c.exploration_frac > 0 and self.side_env is not None:
             n_rand = max(self.length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)))
             batch = TrajectoryBatch.concat([batch, self.rollouts(n_rand, None)])
-        older = self.archive.batch(self.length) if c.archive_share > 0 else None
+        older = self.archive.batch(self.length) if c.archive_share > 0 or c.watch_against_older else None
         n_old = older_share(n_queries, c.archive_share) if older is not None else 0
-        n_queries -= n_old  # the rest from the latest episodes
+        against = older is not None and c.watch_against_older
+        n_cross = older_share(n_queries - n_old, AGAINST_OLDER_SHARE) if against else 0
+        n_queries -= n_old + n_cross  # the rest from the latest episodes
         n_cand = n_queries * (c.active_selection_oversampling if active else 1)
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))
         self._fit_length(batch, labelled)
@@ -152,7 +166,15 @@ class Clips:
             frags, pairs = join_queries((frags, pairs), old)
             picked["labels/archive_pairs"] = float(len(old[1]))
             k = len(pairs)
-        return Query(frags, pairs, k, picked)
+        cross = 0
+        if n_cross and older is not None:  # the newest clips against older ones (the run watch)
+            over, measure = c.active_selection_oversampling, c.uncertainty_measure
+            vs = newer_older_pairs(self.net, batch, older, n_cross, self.length, over, measure, self.rng)
+            frags, pairs = join_queries((frags, pairs), (vs[0], vs[1]))
+            cross, k, newer = len(vs[1]), len(pairs), vs[2]
+            if cross:
+                picked["watch/reward_newer"] = newer
+        return Query(frags, pairs, k, picked, cross)
 
     def _fit_length(self, batch: TrajectoryBatch, labelled: bool) -> None:
         """Before the first label, shorten clips to the longest episode when none is long enough.

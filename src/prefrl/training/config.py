@@ -161,6 +161,14 @@ class LoopConfig:
     when training ends, give the agent back an earlier one whose last episodes the reward as it
     now stands pays clearly more than the newest policy's (prefrl.training.restore): a policy
     led astray by a reward that was wrong for a while gets back what it had."""
+    watch_against_older: bool = False
+    """Half of each iteration's queries (of those mixture queries leave) put a clip of the
+    agent's newest episodes against a clip of its earlier ones (kept as for mixture queries,
+    archive_steps), chosen by ensemble disagreement: the teacher's answers say whether the
+    agent's progress, as the reward sees it, is real, and they correct the reward exactly where
+    the agent is going. Logged: watch/reward_newer (how likely the reward finds the newer clip
+    better) and, with a teacher that answers at once, watch/teacher_newer (how often the
+    teacher did)."""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""

@@ -110,11 +110,19 @@ class Labels:
 
     # ------------------------------------------------------------------ asking and collecting
     def ask(
-        self, fragments: Fragments, pairs: np.ndarray, k: int, iteration: int, picked: Mapping[str, float]
+        self,
+        fragments: Fragments,
+        pairs: np.ndarray,
+        k: int,
+        iteration: int,
+        picked: Mapping[str, float],
+        newer_older: int = 0,
     ) -> dict[str, float]:
         """Ask the teacher ``k`` queries, the pairs ``[k, 2]`` of ``fragments``; returns the
         iteration's label metrics (``picked``: the selection's), saved with the labels so that a
-        run killed right after still writes them in this iteration's row when it resumes."""
+        run killed right after still writes them in this iteration's row when it resumes. The
+        last ``newer_older`` pairs put a newer clip first: a teacher that answers at once adds
+        ``watch/teacher_newer``, the share of them where it preferred the newer clip."""
         self.budget.asked += k
         if self.async_teacher is not None:
             self.async_teacher.submit(fragments, pairs)
@@ -123,9 +131,13 @@ class Labels:
             self.save()
             return asked
         assert self.sync_teacher is not None
-        rep = self.dataset.add(fragments, pairs, self.sync_teacher.label(fragments, pairs))
+        answers = self.sync_teacher.label(fragments, pairs)
+        rep = self.dataset.add(fragments, pairs, answers)
         asked = {"labels/asked": float(k), "labels/answered": float(rep.added),
                  "labels/skipped": float(rep.skipped), **picked}  # fmt: skip
+        verdicts = np.asarray(answers, dtype=np.float64)[len(pairs) - newer_older :]
+        if newer_older and np.isfinite(verdicts).any():  # 1: newer preferred, 0.5: equal
+            asked["watch/teacher_newer"] = float(np.nanmean(verdicts))
         self.iteration_labels = {"iteration": float(iteration), **asked}
         self._added(rep.added)
         return asked

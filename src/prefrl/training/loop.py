@@ -296,7 +296,8 @@ class PreferenceLoop:
         query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends)
         if query is None:
             return {"labels/asked": 0.0}
-        return labels.ask(query.fragments, query.pairs, query.k, self.iteration, query.picked)
+        q = query
+        return labels.ask(q.fragments, q.pairs, q.k, self.iteration, q.picked, q.newer_older)
 
     def _last_restore(self) -> dict[str, float]:
         """Training is done: the restore check once more, on the last iteration's episodes."""

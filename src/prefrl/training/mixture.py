@@ -10,6 +10,10 @@ that neither half alone helped and both together did (its kappa = 0.5).
 :func:`archive_pairs` cuts candidate clips from them and picks the pairs the ensemble
 disagrees on most (uniformly while the ensemble has fewer than two members);
 :func:`join_queries` puts both halves into one set of clips and pairs for the teacher.
+
+The run watch's ``watch_against_older`` uses the same archive another way:
+:func:`newer_older_pairs` pairs clips of the newest episodes with clips of earlier ones, so the
+teacher's answers say whether the agent's progress, as the reward sees it, is real.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
-from prefrl.data.fragments import Fragments, window_counts
+from prefrl.data.fragments import Fragments, sample_fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
 from prefrl.selection import DisagreementSelector, UniformSelector
-from prefrl.selection.selectors import Measure
+from prefrl.selection.selectors import Measure, ensemble_logits
 from prefrl.training.queries import candidate_pairs
 
 
@@ -109,3 +114,36 @@ def older_share(n_queries: int, share: float) -> int:
     if share <= 0 or n_queries < 2:
         return 0
     return min(n_queries - 1, math.ceil(n_queries * share - 1e-9))
+
+
+def newer_older_pairs(
+    net: RewardNet,
+    newest: TrajectoryBatch,
+    archive: TrajectoryBatch,
+    k: int,
+    length: int,
+    oversampling: int,
+    measure: Measure,
+    rng: np.random.Generator,
+) -> tuple[Fragments, np.ndarray, float]:
+    """``k`` pairs ``[k', 2]`` (``k' <= k``), each a clip of the agent's ``newest`` episodes
+    (first) against a clip of its earlier ones in ``archive`` (second): the ones of
+    ``oversampling * k`` candidates the ensemble disagrees on most. Also returns how likely the
+    reward as it stands finds the newer clip better, on average over the pairs chosen (NaN
+    without pairs): against the teacher's answers, whether the agent's progress is real."""
+    n = max(1, k * max(1, oversampling))
+    a, _ = sample_fragments(newest, n, length, rng, replace=None)
+    b, _ = sample_fragments(archive, n, length, rng, replace=None)
+    m = min(len(a), len(b))
+    frags = Fragments.concat([a, b])
+    cand = np.stack([np.arange(m), len(a) + np.arange(m)], 1)
+    if not m:
+        return frags, cand, float("nan")
+    k = min(k, m)
+    if net.ensemble_size >= 2 or measure == "entropy":
+        chosen = DisagreementSelector(net, measure, rng=rng).select(frags, cand, k)
+    else:
+        chosen = UniformSelector(rng).select(frags, cand, k)
+    pairs = cand[chosen]
+    newer = float(torch.sigmoid(ensemble_logits(net, frags, pairs)).mean())
+    return frags, pairs, newer
