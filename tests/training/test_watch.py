@@ -195,3 +195,19 @@ def test_end_clips_are_asked_while_ending_pays() -> None:
         assert report["end_clips"] == (3 if on else 0)
         assert ("cut at episode ends there" in report["text"]) == on
     assert seen[True] > seen[False]
+
+
+def test_the_report_compares_the_teacher_and_the_reward_on_newer_clips() -> None:
+    rows = [
+        {"step": 1000.0, "watch/alarm": 0.0},
+        {"step": 2000.0, "watch/alarm": 0.0, "watch/reward_newer": 0.8, "watch/teacher_newer": 0.0},
+        {"step": 3000.0, "watch/alarm": 0.0, "watch/reward_newer": 0.6, "watch/teacher_newer": 1.0},
+        {"step": 4000.0, "watch/alarm": 0.0, "watch/reward_newer": 0.7},  # answers not in yet
+    ]
+    s = summary(rows)
+    assert [v[0] for v in s["against_older"]] == [2000.0, 3000.0, 4000.0]
+    assert np.isnan(s["against_older"][2][1])
+    text = s["text"]
+    assert "newer clips to its older ones in 50% of those asked, the reward expected 70%" in text
+    assert "progress the teacher did not at 1 of 2 iterations (first at step 2,000)" in text
+    assert "newer clips" not in summary(rows[:1])["text"]

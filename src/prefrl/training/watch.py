@@ -167,6 +167,10 @@ class WatchSummary(TypedDict):
     """Environment steps of the iterations where ending an episode paid (stay margin below 0)."""
     end_clips: int
     """Iterations whose queries took half their clips at episode ends for it (``watch_end_clips``)."""
+    against_older: list[list[float]]
+    """``[step, teacher, reward]`` of each iteration that asked newest clips against older ones
+    (``watch_against_older``): the share where the teacher preferred the newer clip (NaN while
+    its answers are out) and how likely the reward found it better."""
     restored: list[list[int]]
     """``[step, policy's step]`` of each time the agent got an earlier policy back (``watch_restore``)."""
     text: str
@@ -184,6 +188,11 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
         labels_ahead=int(sum(h.get("watch/labels_ahead", 0.0) for h in rows)),
         ending_pays=ending,
         end_clips=sum(1 for h in rows if h.get("watch/end_clips")),
+        against_older=[
+            [h["step"], h.get("watch/teacher_newer", float("nan")), h["watch/reward_newer"]]
+            for h in rows
+            if "watch/reward_newer" in h
+        ],
         restored=[
             [int(h["step"]), int(h[k])]
             for h in rows
@@ -215,6 +224,16 @@ def describe(s: WatchSummary) -> str:
         done = "; half the query clips cut at episode ends there" if s["end_clips"] else ""
         parts.append(
             f"ending an episode paid more than going on at {len(ending)} (first at step {ending[0]:,}{done})"
+        )
+    versus = [v for v in s.get("against_older", []) if np.isfinite(v[1])]
+    if versus:
+        worse = [int(v[0]) for v in versus if v[1] < 0.5 < v[2]]
+        where = f" (first at step {worse[0]:,})" if worse else ""
+        parts.append(
+            f"the teacher preferred the agent's newer clips to its older ones in "
+            f"{np.mean([v[1] for v in versus]):.0%} of those asked, the reward expected "
+            f"{np.mean([v[2] for v in versus]):.0%}; the reward saw progress the teacher did not at "
+            f"{len(worse)} of {len(versus)} iterations{where}"
         )
     if s.get("restored"):
         back = ", ".join(f"at step {a:,} to its policy of step {b:,}" for a, b in s["restored"])
