@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from stable_baselines3 import SAC
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
@@ -47,17 +46,20 @@ def _perturb(agent) -> None:
             p.add_(torch.randn_like(p))
 
 
-def test_the_earlier_policy_the_reward_pays_more_is_given_back() -> None:
+def test_the_earlier_policy_the_reward_pays_more_is_given_back_at_the_end() -> None:
     agent = _ppo()
     restore = AgentRestore(_paid_per_step())
     restore.remember(agent, _cartpole(True, seed=0), 1000)  # a policy that balanced
     good = _state(agent)
     _perturb(agent)
     restore.remember(agent, _cartpole(False, seed=1), 2000)  # then one that falls at once
-    out = restore.check(agent)
-    assert out["watch/restored_from"] == 1000.0 and out["watch/restore_gap"] > 2
-    now = _state(agent)
-    assert all(torch.equal(now[k], good[k]) for k in good)
+    bad = _state(agent)
+    signal = restore.check()  # during the run: only said
+    assert set(signal) == {"watch/restore_gap"} and signal["watch/restore_gap"] > 2
+    assert all(torch.equal(v, bad[k]) for k, v in _state(agent).items())
+    out = restore.choose(agent)
+    assert out["watch/restored_from"] == 1000.0 and out["watch/restore_gap"] == signal["watch/restore_gap"]
+    assert all(torch.equal(v, good[k]) for k, v in _state(agent).items())
     assert restore.kept[-1].env_steps == 1000  # the policy given back stands for the newest
 
 
@@ -68,14 +70,14 @@ def test_the_newest_policy_stays_when_it_is_paid_as_much_or_more() -> None:
     _perturb(agent)
     restore.remember(agent, _cartpole(True, seed=0), 2000)
     before = _state(agent)
-    out = restore.check(agent)
+    out = restore.choose(agent)
     assert "watch/restored_from" not in out and out["watch/restore_gap"] < 0
     assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
     # the same episodes twice: no lead, nothing done
     same = AgentRestore(_paid_per_step())
     for step in (1000, 2000):
         same.remember(agent, _cartpole(True, seed=0), step)
-    assert same.check(agent) == {"watch/restore_gap": 0.0}
+    assert same.choose(agent) == {"watch/restore_gap": 0.0}
 
 
 def test_only_policies_with_enough_complete_episodes_are_kept() -> None:
@@ -83,32 +85,28 @@ def test_only_policies_with_enough_complete_episodes_are_kept() -> None:
     one = TrajectoryBatch.from_trajectories([batch.episode(0)])
     restore = AgentRestore(_paid_per_step())
     restore.remember(_ppo(), one, 500)
-    assert restore.kept == [] and restore.check(_ppo()) == {}
+    assert restore.kept == [] and restore.choose(_ppo()) == {} and restore.check() == {}
     last = tail(batch, steps=1)  # at least two episodes, the last ones
     assert last is not None and len(last) == 2
     np.testing.assert_array_equal(last.lengths, batch.lengths[-2:])
 
 
-def test_sac_parameters_go_back_whole() -> None:
-    """Networks, optimisers and SAC's entropy coefficient: a copy, untouched by what follows."""
+def test_sac_policy_goes_back_whole() -> None:
+    """Actor, critics and target critics: a copy, untouched by what follows."""
     cfg = AgentConfig(algo="sac", net_arch=[16], batch_size=32)
     agent = make_agent(cfg, make_vec_env("Pendulum-v1", 1, seed=0), learning_starts=50)
-    assert isinstance(agent, SAC)
     agent.learn(120)
-    coef = agent.log_ent_coef
-    assert coef is not None  # learned (SB3's default "auto")
     saved = agent_params(agent)
-    before, ent = _state(agent), coef.detach().clone()
-    agent.learn(120)  # trains every network and the coefficient
-    assert not torch.equal(coef.detach(), ent)
+    before = _state(agent)
+    agent.learn(120)  # trains every network
+    assert not all(torch.equal(v, before[k]) for k, v in _state(agent).items())
     set_agent_params(agent, saved)
     assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
-    assert torch.equal(coef.detach(), ent)
     agent.learn(60)  # the copy is not the live tensors
-    assert torch.equal(saved["log_ent_coef"], ent)
+    assert all(torch.equal(v, before[k]) for k, v in saved.items())
 
 
-def test_the_loop_checks_each_iteration_and_once_more_at_the_end() -> None:
+def test_the_loop_logs_the_signal_each_iteration_and_chooses_at_the_end() -> None:
     cfg = LoopConfig(total_steps=2400, total_labels=8, iterations=4, initial_steps=200,
                      fragment_length=20, watch_restore=True)  # fmt: skip
     loop = build(cfg)  # SAC on Pendulum: every episode is 200 steps
@@ -123,13 +121,13 @@ def test_the_loop_checks_each_iteration_and_once_more_at_the_end() -> None:
     assert off.restore is None
 
 
-def test_the_report_says_when_a_policy_was_given_back() -> None:
+def test_the_report_says_when_the_run_ended_with_an_earlier_policy() -> None:
     rows = [
         {"step": 1000.0, "watch/alarm": 0.0},
-        {"step": 2000.0, "watch/alarm": 0.0, "watch/restored_from": 1000.0},
+        {"step": 2000.0, "watch/alarm": 0.0, "watch/restore_gap": 3.0},  # said, not done
         {"step": 3000.0, "watch/alarm": 0.0, "watch/restored_from_end": 1000.0},
     ]
     s = summary(rows)
-    assert s["restored"] == [[2000, 1000], [3000, 1000]]
-    assert "earlier policy back 2 time(s) (at step 2,000 to its policy of step 1,000" in describe(s)
-    assert "earlier policy" not in summary(rows[:1])["text"]
+    assert s["restored"] == [[3000, 1000]]
+    assert "the run ended with the agent's policy of step 1,000" in describe(s)
+    assert "policy of step" not in summary(rows[:2])["text"]

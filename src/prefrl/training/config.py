@@ -157,10 +157,11 @@ class LoopConfig:
     LunarLanderContinuous-v3 at 50 labels and changed nothing where it never fired
     (docs/benchmarks/label-efficiency.md, "Acting on it")."""
     watch_restore: bool = False
-    """Keep the agent's last policies (one per iteration, in memory) and, after each reward fit and
-    when training ends, give the agent back an earlier one whose last episodes the reward as it
-    now stands pays clearly more than the newest policy's (prefrl.training.restore): a policy
-    led astray by a reward that was wrong for a while gets back what it had."""
+    """Keep the agent's last policies (one per iteration, in memory, with the last episodes
+    each played) and end the run with the one the final reward pays most, where it beats the
+    final policy clearly (prefrl.training.restore): a policy led astray late by a reward that
+    was wrong for a while ends with what it had. During the run the comparison is only logged
+    (watch/restore_gap)."""
     watch_against_older: bool = False
     """Half of each iteration's queries (of those mixture queries leave) put a clip of the
     agent's newest episodes against a clip of its earlier ones (kept as for mixture queries,

@@ -265,7 +265,7 @@ class PreferenceLoop:
             if self.signal is not None:
                 self.signal.changed(batch, self.agent)
         if self.restore is not None:
-            m.update(self.restore.check(self.agent))
+            m.update(self.restore.check())
         m["time/reward_s"] = time.perf_counter() - t0
         self.fit.save()
         if self.agent is not None:
@@ -300,14 +300,15 @@ class PreferenceLoop:
         return labels.ask(q.fragments, q.pairs, q.k, self.iteration, q.picked, q.newer_older)
 
     def _last_restore(self) -> dict[str, float]:
-        """Training is done: the restore check once more, on the last iteration's episodes."""
+        """Training is done: end with the kept policy the reward now rates best
+        (:meth:`~prefrl.training.restore.AgentRestore.choose`), the last iteration's included."""
         if self.restore is None or self.clips.recorder is None:
             return {}
         batch = self.clips.recorder.pop_episodes()
         if batch is None:
             return {}
         self.restore.remember(self.agent, batch, self.env_steps)
-        return {f"{k}_end": v for k, v in self.restore.check(self.agent).items()}
+        return {f"{k}_end": v for k, v in self.restore.choose(self.agent).items()}
 
     def _poll(self, all: bool = False) -> int:
         """Add the answers an async teacher has ready (:meth:`~prefrl.training.labels.Labels.poll`)."""

@@ -1,20 +1,21 @@
-"""The run watch's restore action: the agent gets back an earlier policy that its reward now rates higher.
+"""The run watch's restore action: the run ends with the policy its final reward rates best.
 
 A reward that was wrong for a while (it paid a behaviour the next labels showed was bad)
-leaves the agent where that reward led it, and a policy that has unlearned a gait rarely
-finds it again in the steps left. With ``LoopConfig.watch_restore`` the loop keeps, each
-iteration, a copy of the agent's parameters as they stand when the iteration's episodes are
+leaves the agent where that reward led it, and a policy that has unlearned a gait may not
+find it again in the steps left. With ``LoopConfig.watch_restore`` the loop keeps, each
+iteration, a copy of the agent's policy as it stands when the iteration's episodes are
 gathered (the policy that played the newest of them) together with the last episodes it
-played. After the reward has fitted the iteration's labels, :class:`AgentRestore` scores every
-kept policy's episodes with the reward as it now stands, by what the agent is paid: the sum
-over an episode of ``reward - absorbing``. Where an earlier policy's episodes score above the
-newest policy's by more than :data:`Z` standard errors, the agent gets that policy back
-(every network and optimiser; the replay buffer stays and is relabelled as usual). The same
-check runs once more when training ends, on the episodes of the last iteration.
+played. When training ends, the reward, trained on every label by then, scores every kept
+policy's episodes by what the agent is paid (the sum over an episode of
+``reward - absorbing``); where an earlier policy's episodes score above the final policy's
+by more than :data:`Z` standard errors, the run ends with that policy. During the run the
+same comparison is only logged (``watch/restore_gap``: the best earlier policy's lead in
+standard errors under the reward as it stands), since giving a policy back mid-run on a
+reward still being learned cost progress (docs/techniques.md, the run watch).
 
-No true reward is read, so it works with people; ``watch/restored_from`` in ``metrics.csv``
-and the run's report say when it acted. The copies live in memory, not in checkpoints: a
-resumed run starts keeping them again.
+No true reward is read, so it works with people; ``watch/restored_from_end`` in
+``metrics.csv`` and the run's report say when it acted. The copies live in memory, not in
+checkpoints: a resumed run starts keeping them again.
 """
 
 from __future__ import annotations
@@ -75,28 +76,18 @@ def tail(batch: TrajectoryBatch, steps: int = TAIL_STEPS) -> TrajectoryBatch | N
 
 
 def agent_params(agent: Any) -> dict[str, Any]:
-    """A copy of an SB3 agent's parameters: its networks' and optimisers' state dicts, and SAC's
-    entropy coefficient where it learns one."""
-    params = clone(agent.get_parameters())
-    log_ent = getattr(agent, "log_ent_coef", None)
-    if isinstance(log_ent, torch.Tensor):
-        params["log_ent_coef"] = log_ent.detach().clone()
-    return params
+    """A copy of an SB3 agent's policy parameters (every network that acts or evaluates)."""
+    return clone(dict(agent.policy.state_dict()))
 
 
 def set_agent_params(agent: Any, params: dict[str, Any]) -> None:
     """Load a copy made by :func:`agent_params` into ``agent`` (the copy stays untouched)."""
-    params = clone(params)
-    log_ent = params.pop("log_ent_coef", None)
-    agent.set_parameters(params, exact_match=True, device=agent.device)
-    if log_ent is not None:
-        with torch.no_grad():
-            agent.log_ent_coef.copy_(log_ent)
+    agent.policy.load_state_dict(clone(params))
 
 
 class AgentRestore:
-    """Keeps the agent's recent policies and restores the one its reward rates best (see the
-    module docstring).
+    """Keeps the agent's recent policies and ends the run with the one its reward rates best
+    (see the module docstring).
 
     Args:
         net: the reward being learned (its ensemble mean scores episodes).
@@ -141,13 +132,12 @@ class AgentRestore:
         )
         return self.net.predict_members(cut(obs), acts[a:b], cut(next_obs), dones[a:b]).mean(0)
 
-    def check(self, agent: Any) -> dict[str, float]:
-        """Compare the kept policies with the newest under the reward as it stands, and give
-        ``agent`` the best earlier one where it wins by :data:`Z` standard errors. Returns
-        ``watch/restore_gap`` (the best earlier policy's lead in standard errors) and, where it
-        acted, ``watch/restored_from`` (the environment step of the policy given back)."""
+    def lead(self) -> tuple[int, float]:
+        """The best earlier kept policy and its lead over the newest, in standard errors of
+        the difference (pooled over every kept policy's episodes), under the reward as it
+        stands; ``(-1, nan)`` with fewer than two kept."""
         if len(self.kept) < 2:
-            return {}
+            return -1, float("nan")
         scores = self.scores()
         means = np.array([s.mean() for s in scores])
         pooled = np.mean([s.var(ddof=1) for s in scores])  # every kept policy has >= 2 episodes
@@ -155,11 +145,24 @@ class AgentRestore:
         se = float(np.sqrt(pooled * (1 / len(scores[best]) + 1 / len(scores[-1]))))
         gap = float(means[best] - means[-1])
         lead = gap / se if se > 0 else (np.inf if gap > 0 else 0.0)
-        out = {"watch/restore_gap": float(min(lead, 1e6))}
+        return best, float(min(lead, 1e6))
+
+    def check(self) -> dict[str, float]:
+        """``watch/restore_gap``: the best earlier policy's lead over the newest (a signal only)."""
+        best, lead = self.lead()
+        return {} if best < 0 else {"watch/restore_gap": lead}
+
+    def choose(self, agent: Any) -> dict[str, float]:
+        """The end of training: give ``agent`` the best earlier policy where it leads the
+        newest by more than :data:`Z`. Returns ``watch/restore_gap`` and, where it acted,
+        ``watch/restored_from`` (the environment step of the policy given back)."""
+        best, lead = self.lead()
+        if best < 0:
+            return {}
+        out = {"watch/restore_gap": lead}
         if lead > Z:
             chosen = self.kept[best]
             self.set_params(agent, chosen.params)
-            # the agent now plays this policy: it stands for the newest until the next batch
-            self.kept.append(self.kept.pop(best))
+            self.kept.append(self.kept.pop(best))  # the agent's policy now: the newest
             out["watch/restored_from"] = float(chosen.env_steps)
         return out

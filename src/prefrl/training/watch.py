@@ -172,7 +172,7 @@ class WatchSummary(TypedDict):
     (``watch_against_older``): the share where the teacher preferred the newer clip (NaN while
     its answers are out) and how likely the reward found it better."""
     restored: list[list[int]]
-    """``[step, policy's step]`` of each time the agent got an earlier policy back (``watch_restore``)."""
+    """``[[step, policy's step]]`` where the run ended with an earlier policy (``watch_restore``)."""
     text: str
     """The same in one line (:func:`describe`), for the report and the run's page."""
 
@@ -194,10 +194,9 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
             if "watch/reward_newer" in h
         ],
         restored=[
-            [int(h["step"]), int(h[k])]
+            [int(h["step"]), int(h["watch/restored_from_end"])]
             for h in rows
-            for k in ("watch/restored_from", "watch/restored_from_end")
-            if k in h
+            if "watch/restored_from_end" in h
         ],
         text="",
     )
@@ -236,6 +235,9 @@ def describe(s: WatchSummary) -> str:
             f"{len(worse)} of {len(versus)} iterations{where}"
         )
     if s.get("restored"):
-        back = ", ".join(f"at step {a:,} to its policy of step {b:,}" for a, b in s["restored"])
-        parts.append(f"the agent was given an earlier policy back {len(s['restored'])} time(s) ({back})")
+        b = s["restored"][-1][1]
+        parts.append(
+            f"the run ended with the agent's policy of step {b:,}, which the final reward paid "
+            "clearly more than the last one"
+        )
     return "; ".join(parts)
