@@ -44,13 +44,12 @@ CHUNK = 1024
 
 @dataclass
 class Snapshot:
-    """One kept policy: its parameters, the environment step it was taken at, and the
-    transitions of its last complete episodes with each transition's episode ``[n]``."""
+    """One kept policy: the environment step it was taken at, its parameters, and its last
+    complete episodes (each observation stored once)."""
 
     env_steps: int
     params: dict[str, Any]
-    steps: tuple[Any, np.ndarray, Any, np.ndarray]
-    episode: np.ndarray
+    episodes: TrajectoryBatch
 
 
 def clone(tree: Any) -> Any:
@@ -110,8 +109,7 @@ class AgentRestore:
         last = tail(batch)
         if last is None:
             return
-        episode = np.repeat(np.arange(len(last)), last.lengths)  # [n]: the episode of each step
-        self.kept.append(Snapshot(env_steps, self.get_params(agent), last.transitions(), episode))
+        self.kept.append(Snapshot(env_steps, self.get_params(agent), last))
         del self.kept[:-KEEP]
 
     def scores(self) -> list[np.ndarray]:
@@ -120,17 +118,14 @@ class AgentRestore:
         absorbing = self.net.absorbing_value()
         out = []
         for s in self.kept:
-            n = len(s.episode)
-            r = np.concatenate([self._rewards(s.steps, i, min(i + CHUNK, n)) for i in range(0, n, CHUNK)])
-            out.append(np.bincount(s.episode, weights=r - absorbing))
+            eps, rows = s.episodes, s.episodes.step_rows
+            r = np.concatenate(
+                [self.net.predict_members(*eps.transitions(rows[i : i + CHUNK])).mean(0)
+                 for i in range(0, len(rows), CHUNK)]
+            )  # fmt: skip
+            episode = np.repeat(np.arange(len(eps)), eps.lengths)  # [n]: the episode of each step
+            out.append(np.bincount(episode, weights=r - absorbing, minlength=len(eps)))
         return out
-
-    def _rewards(self, steps: tuple[Any, np.ndarray, Any, np.ndarray], a: int, b: int) -> np.ndarray:
-        obs, acts, next_obs, dones = steps
-        cut: Callable[[Any], Any] = (
-            (lambda x: {k: v[a:b] for k, v in x.items()}) if isinstance(obs, dict) else (lambda x: x[a:b])
-        )
-        return self.net.predict_members(cut(obs), acts[a:b], cut(next_obs), dones[a:b]).mean(0)
 
     def lead(self) -> tuple[int, float]:
         """The best earlier kept policy and its lead over the newest, in standard errors of
