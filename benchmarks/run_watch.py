@@ -54,6 +54,9 @@ COLUMNS: dict[str, str] = {
     "learned_gain": "watch/learned_gain",
     "stay_margin": "watch/stay_margin",
     "alarm": "watch/alarm",
+    "restore_gap": "watch/restore_gap",
+    "reward_newer": "watch/reward_newer",
+    "teacher_newer": "watch/teacher_newer",
     "fresh_accuracy": "reward/fresh_accuracy",
     "fresh_hits": "reward/fresh_hits",
     "fresh_n": "reward/fresh_n",
@@ -91,6 +94,11 @@ def _alarm_and_gain(r: Row) -> bool | None:
     return None if a is None or g is None else a < 0.4 and g > 0
 
 
+def _unseen_progress(r: Row) -> bool | None:
+    t, w = r.get("teacher_newer"), r.get("reward_newer")
+    return None if t is None or w is None else t < 0.5 < w
+
+
 class Signal(NamedTuple):
     """A candidate: its rule as the docs write it, and whether it fires at a row (``None``: not
     measured there)."""
@@ -106,6 +114,8 @@ SIGNALS: dict[str, Signal] = {
     "novelty>1.5": Signal("novelty > 1.5", _above("novelty", 1.5)),
     "alarm+gain": Signal("agreement < 0.4 and learned_gain > 0", _alarm_and_gain),
     "ending_pays": Signal("stay_margin < 0", _below("stay_margin", 0.0)),
+    "earlier_paid_more": Signal("restore_gap > 2", _above("restore_gap", 2.0)),
+    "unseen_progress": Signal("teacher_newer < 0.5 < reward_newer", _unseen_progress),
 }
 """The candidate signals, by the name the result file and the table give them."""
 
