@@ -397,6 +397,7 @@ WARM = "-active_selection=True-active_selection_from=30"  # after a 30-label war
 WATCH = "watch-2026-11-27/"  # the run watch's rows (issue 48), in their own folder
 LUNAR, CART10 = "LunarLanderContinuous-v3-sac-oracle-50l-50000s", "CartPole-v1-ppo-oracle-10l-50000s"
 ACRO30 = "Acrobot-v1-ppo-oracle-30l-100000s"
+RESTORE, OLDER = "-watch_restore=True", "-watch_against_older=True"
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -492,6 +493,8 @@ COMPARISONS: dict[str, Comparison] = {
             "no action (the default until 2026-11-27)",
             "`--loop.watch-requery`",
             "`--loop.watch-end-clips` (today's default)",
+            "today's default + `--loop.watch-restore`",
+            "today's default + `--loop.watch-against-older`",
         ),
         (
             (
@@ -500,19 +503,51 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + LUNAR,
                     WATCH + LUNAR + "-watch_requery=True",
                     WATCH + LUNAR + "-watch_end_clips=True",
+                    WATCH + LUNAR + RESTORE,
+                    None,
                 ),
             ),
             (
                 "CartPole-v1 (PPO), 10 labels, 50,000 steps",
-                (WATCH + CART10, None, WATCH + CART10 + "-watch_end_clips=True"),
+                (
+                    WATCH + CART10,
+                    None,
+                    WATCH + CART10 + "-watch_end_clips=True",
+                    WATCH + CART10 + RESTORE,
+                    None,
+                ),
             ),
             (
                 "Acrobot-v1 (PPO), 30 labels, 100,000 steps (3 seeds; ending is the goal)",
-                (WATCH + ACRO30, None, WATCH + ACRO30 + "-watch_end_clips=True"),
+                (WATCH + ACRO30, None, WATCH + ACRO30 + "-watch_end_clips=True", None, None),
             ),
             (
                 "Hopper-v5, 100 labels, 100,000 steps",
-                (Text("the same runs: it never fired"), None, WATCH + HOP + "-watch_end_clips=True"),
+                (
+                    Text("the same runs: it never fired"),
+                    None,
+                    WATCH + HOP + "-watch_end_clips=True",
+                    WATCH + HOP + RESTORE,
+                    None,
+                ),
+            ),
+            (
+                "HalfCheetah-v5, 50 labels, 100,000 steps (episodes never end)",
+                (Text("the same runs"), None, HC50 + "-method=broad", None, WATCH + HC50 + OLDER),
+            ),
+        ),
+    ),
+    "run-watch-seed": Comparison(
+        (
+            "HalfCheetah-v5, 50 labels, 100,000 steps",
+            "today's default",
+            "`--loop.watch-requery`",
+            "`--loop.watch-penalty 1`",
+        ),
+        (
+            (
+                "the failed seed (1) alone",
+                (WATCH + HC50, WATCH + HC50 + "-watch_requery=True", WATCH + HC50 + "-watch_penalty=1.0"),
             ),
         ),
     ),
