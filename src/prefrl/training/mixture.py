@@ -89,12 +89,18 @@ def archive_pairs(
     frags, cand = candidate_pairs(archive, max(2, 2 * n_cand), 0, n_cand, length, rng)
     if not len(cand):
         return frags, cand
+    return frags, cand[most_disputed(net, frags, cand, k, measure, rng)]
+
+
+def most_disputed(
+    net: RewardNet, frags: Fragments, cand: np.ndarray, k: int, measure: Measure, rng: np.random.Generator
+) -> np.ndarray:
+    """Indices ``[min(k, m)]`` of the candidate pairs ``cand [m, 2]`` the ensemble disagrees on
+    most by ``measure`` (uniformly drawn for a single network)."""
     k = min(k, len(cand))
     if net.ensemble_size >= 2 or measure == "entropy":
-        chosen = DisagreementSelector(net, measure, rng=rng).select(frags, cand, k)
-    else:
-        chosen = UniformSelector(rng).select(frags, cand, k)
-    return frags, cand[chosen]
+        return DisagreementSelector(net, measure, rng=rng).select(frags, cand, k)
+    return UniformSelector(rng).select(frags, cand, k)
 
 
 def join_queries(
@@ -139,11 +145,6 @@ def newer_older_pairs(
     cand = np.stack([np.arange(m), len(a) + np.arange(m)], 1)
     if not m:
         return frags, cand, float("nan")
-    k = min(k, m)
-    if net.ensemble_size >= 2 or measure == "entropy":
-        chosen = DisagreementSelector(net, measure, rng=rng).select(frags, cand, k)
-    else:
-        chosen = UniformSelector(rng).select(frags, cand, k)
-    pairs = cand[chosen]
+    pairs = cand[most_disputed(net, frags, cand, k, measure, rng)]
     newer = float(torch.sigmoid(ensemble_logits(net, frags, pairs)).mean())
     return frags, pairs, newer
