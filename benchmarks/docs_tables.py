@@ -504,7 +504,7 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + LUNAR + "-watch_requery=True",
                     WATCH + LUNAR + "-watch_end_clips=True",
                     WATCH + LUNAR + RESTORE,
-                    None,
+                    WATCH + LUNAR + OLDER,
                 ),
             ),
             (
@@ -514,7 +514,7 @@ COMPARISONS: dict[str, Comparison] = {
                     None,
                     WATCH + CART10 + "-watch_end_clips=True",
                     WATCH + CART10 + RESTORE,
-                    None,
+                    WATCH + CART10 + OLDER,
                 ),
             ),
             (
