@@ -95,11 +95,14 @@ def test_a_run_with_mixture_queries_asks_half_its_rounds_from_older_episodes(tmp
     assert json.loads((run / "report.json").read_text())["labels_used"] == 16
 
 
+PICK = LoopConfig(active_selection_oversampling=4, uncertainty_measure="probability")
+
+
 def test_newer_older_pairs_put_a_newest_clip_first_and_an_older_one_second(batches) -> None:
     rng = np.random.default_rng(3)
     net = MLPReward(gym.spaces.Box(-np.inf, np.inf, (3,)), gym.spaces.Box(-2, 2, (1,)), ensemble_size=3)
     newest, older = batches[0], TrajectoryBatch.concat(batches[1:])
-    frags, pairs, newer = newer_older_pairs(net, newest, older, 5, 20, 4, "probability", rng)
+    frags, pairs, newer = newer_older_pairs(net, newest, older, 5, 20, PICK, rng)
     assert pairs.shape == (5, 2) and 0.0 < newer < 1.0
     first = frags.arrays(pairs[:, 0]).obs[:, 0]  # [5, 3]: each clip's first observation
     second = frags.arrays(pairs[:, 1]).obs[:, 0]

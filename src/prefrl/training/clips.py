@@ -168,10 +168,11 @@ class Clips:
             k = len(pairs)
         cross = 0
         if n_cross and older is not None:  # the newest clips against older ones (the run watch)
-            over, measure = c.active_selection_oversampling, c.uncertainty_measure
-            vs = newer_older_pairs(self.net, batch, older, n_cross, self.length, over, measure, self.rng)
-            frags, pairs = join_queries((frags, pairs), (vs[0], vs[1]))
-            cross, k, newer = len(vs[1]), len(pairs), vs[2]
+            f_cross, p_cross, newer = newer_older_pairs(
+                self.net, batch, older, n_cross, self.length, c, self.rng
+            )
+            frags, pairs = join_queries((frags, pairs), (f_cross, p_cross))
+            cross, k = len(p_cross), len(pairs)
             if cross:
                 picked["watch/reward_newer"] = newer
         return Query(frags, pairs, k, picked, cross)

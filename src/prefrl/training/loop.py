@@ -296,8 +296,9 @@ class PreferenceLoop:
         query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends)
         if query is None:
             return {"labels/asked": 0.0}
-        q = query
-        return labels.ask(q.fragments, q.pairs, q.k, self.iteration, q.picked, q.newer_older)
+        return labels.ask(
+            query.fragments, query.pairs, query.k, self.iteration, query.picked, query.newer_older
+        )
 
     def _last_restore(self) -> dict[str, float]:
         """Training is done: end with the kept policy the reward now rates best

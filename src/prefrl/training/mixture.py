@@ -28,6 +28,7 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
 from prefrl.selection import DisagreementSelector, UniformSelector
 from prefrl.selection.selectors import Measure, ensemble_logits
+from prefrl.training.config import LoopConfig
 from prefrl.training.queries import candidate_pairs
 
 
@@ -128,16 +129,16 @@ def newer_older_pairs(
     archive: TrajectoryBatch,
     k: int,
     length: int,
-    oversampling: int,
-    measure: Measure,
+    config: LoopConfig,
     rng: np.random.Generator,
 ) -> tuple[Fragments, np.ndarray, float]:
-    """``k`` pairs ``[k', 2]`` (``k' <= k``), each a clip of the agent's ``newest`` episodes
-    (first) against a clip of its earlier ones in ``archive`` (second): the ones of
-    ``oversampling * k`` candidates the ensemble disagrees on most. Also returns how likely the
-    reward as it stands finds the newer clip better, on average over the pairs chosen (NaN
-    without pairs): against the teacher's answers, whether the agent's progress is real."""
-    n = max(1, k * max(1, oversampling))
+    """``k`` pairs ``[k', 2]`` (``k' <= k``) of ``length``-step clips, each a clip of the
+    agent's ``newest`` episodes (first) against a clip of its earlier ones in ``archive``
+    (second): the ones of ``config.active_selection_oversampling * k`` candidates the ensemble
+    disagrees on most by ``config.uncertainty_measure``. Also returns how likely the reward as it
+    stands finds the newer clip better, on average over the pairs chosen (NaN without pairs):
+    against the teacher's answers, whether the agent's progress is real."""
+    n = max(1, k * max(1, config.active_selection_oversampling))
     a, _ = sample_fragments(newest, n, length, rng, replace=None)
     b, _ = sample_fragments(archive, n, length, rng, replace=None)
     m = min(len(a), len(b))
@@ -145,6 +146,6 @@ def newer_older_pairs(
     cand = np.stack([np.arange(m), len(a) + np.arange(m)], 1)
     if not m:
         return frags, cand, float("nan")
-    pairs = cand[most_disputed(net, frags, cand, k, measure, rng)]
+    pairs = cand[most_disputed(net, frags, cand, k, config.uncertainty_measure, rng)]
     newer = float(torch.sigmoid(ensemble_logits(net, frags, pairs)).mean())
     return frags, pairs, newer

@@ -20,7 +20,6 @@ checkpoints: a resumed run starts keeping them again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,17 +89,10 @@ class AgentRestore:
 
     Args:
         net: the reward being learned (its ensemble mean scores episodes).
-        get_params, set_params: copy the agent's parameters out and back in (by default
-            :func:`agent_params` / :func:`set_agent_params` for SB3 agents).
     """
 
-    def __init__(
-        self,
-        net: RewardNet,
-        get_params: Callable[[Any], dict[str, Any]] = agent_params,
-        set_params: Callable[[Any, dict[str, Any]], None] = set_agent_params,
-    ) -> None:
-        self.net, self.get_params, self.set_params = net, get_params, set_params
+    def __init__(self, net: RewardNet) -> None:
+        self.net = net
         self.kept: list[Snapshot] = []
 
     def remember(self, agent: Any, batch: TrajectoryBatch, env_steps: int) -> None:
@@ -109,23 +101,22 @@ class AgentRestore:
         last = tail(batch)
         if last is None:
             return
-        self.kept.append(Snapshot(env_steps, self.get_params(agent), last))
+        self.kept.append(Snapshot(env_steps, agent_params(agent), last))
         del self.kept[:-KEEP]
 
     def scores(self) -> list[np.ndarray]:
         """Each kept policy's episodes ``[k_j]``, scored by the reward as it stands: the sum over
-        each episode of ``reward - absorbing`` (what the agent is paid)."""
-        absorbing = self.net.absorbing_value()
-        out = []
-        for s in self.kept:
-            eps, rows = s.episodes, s.episodes.step_rows
-            r = np.concatenate(
-                [self.net.predict_members(*eps.transitions(rows[i : i + CHUNK])).mean(0)
-                 for i in range(0, len(rows), CHUNK)]
-            )  # fmt: skip
-            episode = np.repeat(np.arange(len(eps)), eps.lengths)  # [n]: the episode of each step
-            out.append(np.bincount(episode, weights=r - absorbing, minlength=len(eps)))
-        return out
+        each episode of ``reward - absorbing`` (what the agent is paid). Every kept episode goes
+        through the reward in one chunked pass."""
+        every = TrajectoryBatch.concat([s.episodes for s in self.kept])
+        rows = every.step_rows
+        r = np.concatenate(
+            [self.net.predict_members(*every.transitions(rows[i : i + CHUNK])).mean(0)
+             for i in range(0, len(rows), CHUNK)]
+        )  # fmt: skip
+        episode = np.repeat(np.arange(len(every)), every.lengths)  # [n]: the episode of each step
+        per_episode = np.bincount(episode, weights=r - self.net.absorbing_value(), minlength=len(every))
+        return np.split(per_episode, np.cumsum([len(s.episodes) for s in self.kept])[:-1])
 
     def lead(self) -> tuple[int, float]:
         """The best earlier kept policy and its lead over the newest, in standard errors of
@@ -157,7 +148,7 @@ class AgentRestore:
         out = {"watch/restore_gap": lead}
         if lead > Z:
             chosen = self.kept[best]
-            self.set_params(agent, chosen.params)
+            set_agent_params(agent, chosen.params)
             self.kept.append(self.kept.pop(best))  # the agent's policy now: the newest
             out["watch/restored_from"] = float(chosen.env_steps)
         return out
