@@ -493,7 +493,7 @@ COMPARISONS: dict[str, Comparison] = {
             "no action (the default until 2026-11-27)",
             "`--loop.watch-requery`",
             "`--loop.watch-end-clips` (today's default)",
-            "today's default + `--loop.watch-restore`",
+            "today's default + `--loop.watch-restore 2`",
             "today's default + `--loop.watch-against-older`",
         ),
         (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from prefrl.agents.rollout import collect_episodes
@@ -48,7 +49,7 @@ def _perturb(agent) -> None:
 
 def test_the_earlier_policy_the_reward_pays_more_is_given_back_at_the_end() -> None:
     agent = _ppo()
-    restore = AgentRestore(_paid_per_step())
+    restore = AgentRestore(_paid_per_step(), 2.0)
     restore.remember(agent, _cartpole(True, seed=0), 1000)  # a policy that balanced
     good = _state(agent)
     _perturb(agent)
@@ -63,9 +64,24 @@ def test_the_earlier_policy_the_reward_pays_more_is_given_back_at_the_end() -> N
     assert restore.kept[-1].env_steps == 1000  # the policy given back stands for the newest
 
 
+def test_a_lead_within_the_margin_changes_nothing() -> None:
+    agent = _ppo()
+    lead = None
+    for margin in (0.5, 1e5):
+        restore = AgentRestore(_paid_per_step(), margin)
+        restore.remember(agent, _cartpole(True, seed=0), 1000)
+        restore.remember(agent, _cartpole(False, seed=1), 2000)
+        out = restore.choose(agent)
+        lead = out["watch/restore_gap"] if lead is None else lead
+        assert out["watch/restore_gap"] == lead and ("watch/restored_from" in out) == (margin < lead)
+    assert 0.5 < lead < 1e5
+    with pytest.raises(ValueError, match="watch_restore >= 0"):
+        LoopConfig(watch_restore=-1.0)
+
+
 def test_the_newest_policy_stays_when_it_is_paid_as_much_or_more() -> None:
     agent = _ppo()
-    restore = AgentRestore(_paid_per_step())
+    restore = AgentRestore(_paid_per_step(), 2.0)
     restore.remember(agent, _cartpole(False, seed=1), 1000)
     _perturb(agent)
     restore.remember(agent, _cartpole(True, seed=0), 2000)
@@ -74,7 +90,7 @@ def test_the_newest_policy_stays_when_it_is_paid_as_much_or_more() -> None:
     assert "watch/restored_from" not in out and out["watch/restore_gap"] < 0
     assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
     # the same episodes twice: no lead, nothing done
-    same = AgentRestore(_paid_per_step())
+    same = AgentRestore(_paid_per_step(), 2.0)
     for step in (1000, 2000):
         same.remember(agent, _cartpole(True, seed=0), step)
     assert same.choose(agent) == {"watch/restore_gap": 0.0}
@@ -83,12 +99,22 @@ def test_the_newest_policy_stays_when_it_is_paid_as_much_or_more() -> None:
 def test_only_policies_with_enough_complete_episodes_are_kept() -> None:
     batch = _cartpole(False, seed=0)
     one = TrajectoryBatch.from_trajectories([batch.episode(0)])
-    restore = AgentRestore(_paid_per_step())
+    restore = AgentRestore(_paid_per_step(), 2.0)
     restore.remember(_ppo(), one, 500)
     assert restore.kept == [] and restore.choose(_ppo()) == {} and restore.check() == {}
     last = tail(batch, steps=1)  # at least two episodes, the last ones
     assert last is not None and len(last) == 2
     np.testing.assert_array_equal(last.lengths, batch.lengths[-2:])
+
+
+def test_kept_episodes_stay_within_their_bytes() -> None:
+    batch = _cartpole(True, seed=0)  # 4 long episodes
+    per_row = batch.obs.nbytes / len(batch.obs)
+    rows = batch.lengths[::-1] + 1  # the last episode first
+    three = float(rows[:3].sum() * per_row)
+    got = tail(batch, steps=10**6, max_bytes=three)  # room for the last three, not four
+    assert got is not None and len(got) == 3 and got.obs.nbytes <= three
+    assert tail(batch, steps=10**6, max_bytes=float(rows[:2].sum() * per_row) - 1) is None
 
 
 def test_sac_policy_goes_back_whole() -> None:
@@ -106,9 +132,35 @@ def test_sac_policy_goes_back_whole() -> None:
     assert all(torch.equal(v, before[k]) for k, v in saved.items())
 
 
+def test_sbx_policy_goes_back_whole() -> None:
+    """SBX (JAX): every flax train state of the agent and its policy."""
+    import jax
+
+    cfg = AgentConfig(algo="sac", backend="sbx", net_arch=[16], batch_size=32)
+    agent = make_agent(cfg, make_vec_env("Pendulum-v1", 1, seed=0), learning_starts=50)
+    agent.learn(120)
+    saved = agent_params(agent)
+    assert set(saved) == {"jax"} and saved["jax"]["policy"]
+
+    def leaves() -> list[np.ndarray]:
+        states = [st for owner in sorted(saved["jax"]) for _, st in sorted(vars(
+            agent if owner == "agent" else agent.policy).items()) if _ in saved["jax"][owner]]  # fmt: skip
+        return [np.array(x) for st in states for x in jax.tree_util.tree_leaves(st)]
+
+    before = leaves()
+    agent.learn(120)
+    assert not all(np.array_equal(a, b) for a, b in zip(leaves(), before, strict=True))
+    set_agent_params(agent, saved)
+    assert all(np.array_equal(a, b) for a, b in zip(leaves(), before, strict=True))
+    agent.learn(60)  # trains on from the policy given back; the copy stays as it was
+    kept = [np.array(x) for o in sorted(saved["jax"]) for _, st in sorted(saved["jax"][o].items())
+            for x in jax.tree_util.tree_leaves(st)]  # fmt: skip
+    assert all(np.array_equal(a, b) for a, b in zip(kept, before, strict=True))
+
+
 def test_the_loop_logs_the_signal_each_iteration_and_chooses_at_the_end() -> None:
     cfg = LoopConfig(total_steps=2400, total_labels=8, iterations=4, initial_steps=200,
-                     fragment_length=20, watch_restore=True)  # fmt: skip
+                     fragment_length=20, watch_restore=2.0)  # fmt: skip
     loop = build(cfg)  # SAC on Pendulum: every episode is 200 steps
     loop.run()
     rows = loop.state.history

@@ -106,8 +106,9 @@ def unflatten_state(tensors: Mapping[str, torch.Tensor], values: Mapping[str, ob
 
 
 # ------------------------------------------------------------------ SBX (JAX) train states
-def _jax_states(agent: BaseAlgorithm) -> dict[str, dict[str, object]]:
-    """SBX: the flax train states of the agent and its policy, by owner and attribute name."""
+def jax_train_states(agent: BaseAlgorithm) -> dict[str, dict[str, object]]:
+    """SBX: the flax train states of the agent and its policy, by owner and attribute name
+    (empty for a PyTorch agent). Train states are immutable, so these are copies already."""
     if not type(agent).__module__.startswith("sbx"):
         return {}
     from flax.training.train_state import TrainState
@@ -120,7 +121,7 @@ def _jax_states(agent: BaseAlgorithm) -> dict[str, dict[str, object]]:
 
 
 def _jax_tensors(agent: BaseAlgorithm) -> dict[str, dict[str, dict[int, torch.Tensor]]]:
-    states = _jax_states(agent)
+    states = jax_train_states(agent)
     if not states:
         return {}  # and leave jax unimported: importing it draws from NumPy's global generator
     import jax
@@ -132,7 +133,7 @@ def _jax_tensors(agent: BaseAlgorithm) -> dict[str, dict[str, dict[int, torch.Te
 
 
 def _set_jax_states(agent: BaseAlgorithm, saved: object) -> None:
-    all_states = _jax_states(agent)
+    all_states = jax_train_states(agent)
     if not all_states:
         return
     import jax

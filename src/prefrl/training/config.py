@@ -156,12 +156,13 @@ class LoopConfig:
     ending compares with going on. On by default: it saved both failed seeds of
     LunarLanderContinuous-v3 at 50 labels and changed nothing where it never fired
     (docs/benchmarks/label-efficiency.md, "Acting on it")."""
-    watch_restore: bool = False
+    watch_restore: float = 0.0
     """Keep the agent's last policies (one per iteration, in memory, with the last episodes
     each played) and end the run with the one the final reward pays most, where it beats the
-    final policy clearly (prefrl.training.restore): a policy led astray late by a reward that
-    was wrong for a while ends with what it had. During the run the comparison is only logged
-    (watch/restore_gap)."""
+    final policy by more than this many standard errors of the difference
+    (prefrl.training.restore): a policy led astray late by a reward that was wrong for a while
+    ends with what it had. During the run the comparison is only logged (watch/restore_gap).
+    0: off."""
     watch_against_older: bool = False
     """Half of each iteration's queries (of those mixture queries leave) put a clip of the
     agent's newest episodes against a clip of its earlier ones (kept as for mixture queries,
@@ -210,6 +211,8 @@ class LoopConfig:
                 f"need watch_agreement in [-1, 1] (a correlation) and watch_penalty >= 0, got "
                 f"{self.watch_agreement} and {self.watch_penalty}"
             )
+        if not self.watch_restore >= 0:  # NaN too
+            raise ValueError(f"need watch_restore >= 0 (standard errors; 0: off), got {self.watch_restore}")
         if self.uncertainty_penalty < 0:
             raise ValueError(f"need uncertainty_penalty >= 0, got {self.uncertainty_penalty}")
         if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:

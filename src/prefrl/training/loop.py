@@ -114,7 +114,8 @@ class PreferenceLoop:
         self.progress = LoopProgress()
         self.fit = RewardFit(reward_net, trainer, config, self.run_dir)
         self.watch = RunWatch(reward_net, config.seed)
-        self.restore = AgentRestore(reward_net) if config.watch_restore and agent is not None else None
+        on = config.watch_restore > 0 and agent is not None
+        self.restore = AgentRestore(reward_net, config.watch_restore) if on else None
         self.labels = Labels(config, teacher, dataset, self.run_dir, on_new=self._labels_added)
         self.clips = Clips(config, reward_net, recorder, trajectories, side_env)
         self.agent_step = AgentStep(agent, config, on_steps=self._env_steps_done)

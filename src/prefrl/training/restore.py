@@ -8,14 +8,18 @@ gathered (the policy that played the newest of them) together with the last epis
 played. When training ends, the reward, trained on every label by then, scores every kept
 policy's episodes by what the agent is paid (the sum over an episode of
 ``reward - absorbing``); where an earlier policy's episodes score above the final policy's
-by more than :data:`Z` standard errors, the run ends with that policy. During the run the
+by more than ``LoopConfig.watch_restore`` standard errors, the run ends with that policy. During the run the
 same comparison is only logged (``watch/restore_gap``: the best earlier policy's lead in
 standard errors under the reward as it stands), since giving a policy back mid-run on a
 reward still being learned cost progress (docs/techniques.md, the run watch).
 
 No true reward is read, so it works with people; ``watch/restored_from_end`` in
 ``metrics.csv`` and the run's report say when it acted. The copies live in memory, not in
-checkpoints: a resumed run starts keeping them again.
+checkpoints: a resumed run starts keeping them again. Their episodes are held to
+:data:`BUDGET_BYTES` in all: a policy whose last two complete episodes alone are larger than
+its share (long Atari games) is not kept, so image runs pay a bounded amount of memory.
+SB3 agents (PyTorch state dicts, cloned) and SBX agents (flax train states) both go back
+whole.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from prefrl.agents.policy_io import jax_train_states
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
 
@@ -35,8 +40,8 @@ TAIL_STEPS = 3000
 """A policy is judged on the last complete episodes of its batch that make up this many steps."""
 MIN_EPISODES = 2
 """Policies with fewer complete episodes than this are never compared."""
-Z = 2.0
-"""An earlier policy must beat the newest by this many standard errors of the difference."""
+BUDGET_BYTES = 256 * 2**20
+"""Bytes of kept observations over all kept policies (each policy gets an equal share)."""
 CHUNK = 1024
 """Transitions per reward pass while scoring."""
 
@@ -62,24 +67,58 @@ def clone(tree: Any) -> Any:
     return tree
 
 
-def tail(batch: TrajectoryBatch, steps: int = TAIL_STEPS) -> TrajectoryBatch | None:
+def row_bytes(obs: Any) -> float:
+    """Bytes one observation row takes (``obs``: ``[S, ...]`` or a dict of such arrays)."""
+    leaves = obs.values() if isinstance(obs, dict) else [obs]
+    return float(sum(np.asarray(a).nbytes / max(len(a), 1) for a in leaves))
+
+
+def tail(
+    batch: TrajectoryBatch, steps: int = TAIL_STEPS, max_bytes: float = BUDGET_BYTES / KEEP
+) -> TrajectoryBatch | None:
     """The last complete episodes of ``batch`` that make up at least ``steps`` transitions
-    (all of them if fewer); ``None`` with fewer than :data:`MIN_EPISODES`."""
+    (all of them if fewer), as many as fit in ``max_bytes`` of observations; ``None`` with
+    fewer than :data:`MIN_EPISODES` (complete, or within the bytes)."""
     done = np.flatnonzero((batch.terminated | batch.truncated) & (batch.lengths > 0))
     if len(done) < MIN_EPISODES:
         return None
     total = np.cumsum(batch.lengths[done][::-1])
     n = max(MIN_EPISODES, int(np.searchsorted(total, steps)) + 1)
+    rows = np.cumsum(batch.lengths[done][::-1] + 1) * row_bytes(batch.obs)  # bytes of the last k
+    n = min(n, int(np.searchsorted(rows, max_bytes, side="right")))
+    if n < MIN_EPISODES:
+        return None
     return TrajectoryBatch.from_trajectories([batch.episode(int(i)) for i in done[-n:]])
 
 
 def agent_params(agent: Any) -> dict[str, Any]:
-    """A copy of an SB3 agent's policy parameters (every network that acts or evaluates)."""
+    """A copy of an agent's policy parameters (every network that acts or evaluates): SB3's
+    policy state dict, cloned, or SBX's flax train states (their arrays are immutable; the
+    containers are rebuilt, since SBX sets the learning rate in place)."""
+    states = jax_train_states(agent)
+    if states:
+        return {"jax": _rebuilt(states)}
     return clone(dict(agent.policy.state_dict()))
+
+
+def _rebuilt(states: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """SBX train states by owner and name, each a new tree over the same (immutable) arrays."""
+    import jax
+
+    def copy(st: Any) -> Any:
+        return jax.tree_util.tree_map(lambda x: x, st)
+
+    return {owner: {k: copy(st) for k, st in of.items()} for owner, of in states.items()}
 
 
 def set_agent_params(agent: Any, params: dict[str, Any]) -> None:
     """Load a copy made by :func:`agent_params` into ``agent`` (the copy stays untouched)."""
+    if set(params) == {"jax"}:
+        owners = {"agent": agent, "policy": agent.policy}
+        for owner, states in _rebuilt(params["jax"]).items():
+            for name, state in states.items():
+                setattr(owners[owner], name, state)
+        return
     agent.policy.load_state_dict(clone(params))
 
 
@@ -89,10 +128,13 @@ class AgentRestore:
 
     Args:
         net: the reward being learned (its ensemble mean scores episodes).
+        margin: the standard errors of the difference by which an earlier policy must beat
+            the newest to be given back at the end.
     """
 
-    def __init__(self, net: RewardNet) -> None:
+    def __init__(self, net: RewardNet, margin: float) -> None:
         self.net = net
+        self.margin = margin
         self.kept: list[Snapshot] = []
 
     def remember(self, agent: Any, batch: TrajectoryBatch, env_steps: int) -> None:
@@ -140,13 +182,13 @@ class AgentRestore:
 
     def choose(self, agent: Any) -> dict[str, float]:
         """The end of training: give ``agent`` the best earlier policy where it leads the
-        newest by more than :data:`Z`. Returns ``watch/restore_gap`` and, where it acted,
+        newest by more than ``margin``. Returns ``watch/restore_gap`` and, where it acted,
         ``watch/restored_from`` (the environment step of the policy given back)."""
         best, lead = self.lead()
         if best < 0:
             return {}
         out = {"watch/restore_gap": lead}
-        if lead > Z:
+        if lead > self.margin:
             chosen = self.kept[best]
             set_agent_params(agent, chosen.params)
             self.kept.append(self.kept.pop(best))  # the agent's policy now: the newest
