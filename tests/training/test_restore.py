@@ -169,7 +169,7 @@ def test_the_loop_logs_the_signal_each_iteration_and_chooses_at_the_end() -> Non
     assert "watch/restore_gap_end" in rows[-1]
     assert loop.restore is not None and len(loop.restore.kept) == 4  # iterations 1-3 and the end
     off = build(LoopConfig(total_steps=800, total_labels=6, iterations=3, initial_steps=200,
-                           fragment_length=20))  # fmt: skip
+                           fragment_length=20, watch_restore=0.0))  # fmt: skip
     assert off.restore is None
 
 
