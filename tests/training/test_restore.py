@@ -158,6 +158,65 @@ def test_sbx_policy_goes_back_whole() -> None:
     assert all(np.array_equal(a, b) for a, b in zip(kept, before, strict=True))
 
 
+def _same_kept(a: AgentRestore, b: AgentRestore) -> None:
+    assert [k.env_steps for k in a.kept] == [k.env_steps for k in b.kept]
+    for x, y in zip(a.kept, b.kept, strict=True):
+        np.testing.assert_array_equal(x.episodes.obs, y.episodes.obs)
+        np.testing.assert_array_equal(x.episodes.lengths, y.episodes.lengths)
+
+
+def test_kept_policies_survive_a_checkpoint(tmp_path) -> None:
+    agent = _ppo()
+    restore = AgentRestore(_paid_per_step(), 2.0)
+    restore.remember(agent, _cartpole(True, seed=0), 1000)
+    good = _state(agent)
+    _perturb(agent)
+    restore.remember(agent, _cartpole(False, seed=1), 2000)
+    restore.save_files(tmp_path)
+    back = AgentRestore(restore.net, 2.0)
+    back.load_files(tmp_path, agent)
+    _same_kept(restore, back)
+    assert all(torch.equal(v, good[k]) for k, v in back.kept[0].params.items())
+    assert back.choose(agent) == restore.choose(_ppo())  # the same choice, the same policy back
+    assert all(torch.equal(v, good[k]) for k, v in _state(agent).items())
+    empty = AgentRestore(restore.net, 2.0)  # a checkpoint written before any was kept (or older)
+    empty.kept = back.kept
+    empty.load_files(tmp_path / "none", agent)
+    assert empty.kept == []
+    (tmp_path / "restore.npz").write_bytes(b"not an npz")
+    with pytest.raises(ValueError, match=r"restore\.npz"):
+        AgentRestore(restore.net, 2.0).load_files(tmp_path, agent)
+
+
+def test_sbx_kept_policies_survive_a_checkpoint(tmp_path) -> None:
+    import jax
+
+    cfg = AgentConfig(algo="sac", backend="sbx", net_arch=[16], batch_size=32)
+    agent = make_agent(cfg, make_vec_env("Pendulum-v1", 1, seed=0), learning_starts=50)
+    restore = AgentRestore(_paid_per_step_pendulum(), 2.0)
+    pend = collect_episodes(make_env("Pendulum-v1"), n_episodes=2, seed=0)
+    agent.learn(120)
+    restore.remember(agent, pend, 120)
+    agent.learn(120)
+    restore.remember(agent, pend, 240)
+    live = [np.array(x) for x in jax.tree_util.tree_leaves(agent.policy.actor_state)]
+    restore.save_files(tmp_path)
+    back = AgentRestore(restore.net, 2.0)
+    back.load_files(tmp_path, agent)
+    _same_kept(restore, back)
+    for x, y in zip(restore.kept, back.kept, strict=True):
+        a, b = (jax.tree_util.tree_leaves(k.params["jax"]) for k in (x, y))
+        assert len(a) == len(b) and all(np.array_equal(np.array(u), np.array(v)) for u, v in zip(a, b))
+    now = [np.array(x) for x in jax.tree_util.tree_leaves(agent.policy.actor_state)]
+    assert all(np.array_equal(u, v) for u, v in zip(live, now, strict=True))  # the live policy kept
+
+
+def _paid_per_step_pendulum() -> MLPReward:
+    env = make_env("Pendulum-v1")
+    torch.manual_seed(0)
+    return MLPReward(env.observation_space, env.action_space, hidden=(16,), ensemble_size=2)
+
+
 def test_the_loop_logs_the_signal_each_iteration_and_chooses_at_the_end() -> None:
     cfg = LoopConfig(total_steps=2400, total_labels=8, iterations=4, initial_steps=200,
                      fragment_length=20, watch_restore=2.0)  # fmt: skip
@@ -171,6 +230,20 @@ def test_the_loop_logs_the_signal_each_iteration_and_chooses_at_the_end() -> Non
     off = build(LoopConfig(total_steps=800, total_labels=6, iterations=3, initial_steps=200,
                            fragment_length=20, watch_restore=0.0))  # fmt: skip
     assert off.restore is None
+
+
+def test_the_loop_checkpoints_its_kept_policies(tmp_path) -> None:
+    cfg = LoopConfig(total_steps=1800, total_labels=6, iterations=3, initial_steps=200,
+                     fragment_length=20, watch_restore=2.0)  # fmt: skip
+    loop = build(cfg, tmp=tmp_path)
+    loop.run()
+    assert loop.checkpoint is not None and loop.restore is not None
+    latest = loop.checkpoint.dir.latest()
+    assert latest is not None and (latest / "restore.safetensors").exists()
+    back = AgentRestore(loop.restore.net, 2.0)
+    back.load_files(latest, loop.agent)
+    steps = [k.env_steps for k in back.kept]
+    assert steps and steps == [k.env_steps for k in loop.restore.kept][: len(steps)]
 
 
 def test_the_report_says_when_the_run_ended_with_an_earlier_policy() -> None:

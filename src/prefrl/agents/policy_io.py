@@ -124,6 +124,14 @@ def _jax_tensors(agent: BaseAlgorithm) -> dict[str, dict[str, dict[int, torch.Te
     states = jax_train_states(agent)
     if not states:
         return {}  # and leave jax unimported: importing it draws from NumPy's global generator
+    return jax_state_tensors(states)
+
+
+def jax_state_tensors(
+    states: Mapping[str, Mapping[str, object]],
+) -> dict[str, dict[str, dict[int, torch.Tensor]]]:
+    """The leaves of SBX train states (as :func:`jax_train_states` gives them) as tensors, by
+    owner, name and leaf index; :func:`set_jax_states` puts them back."""
     import jax
 
     def leaves(st: object) -> dict[int, torch.Tensor]:
@@ -132,7 +140,9 @@ def _jax_tensors(agent: BaseAlgorithm) -> dict[str, dict[str, dict[int, torch.Te
     return {owner: {k: leaves(st) for k, st in of_owner.items()} for owner, of_owner in states.items()}
 
 
-def _set_jax_states(agent: BaseAlgorithm, saved: object) -> None:
+def set_jax_states(agent: BaseAlgorithm, saved: object) -> None:
+    """Put leaves written by :func:`jax_state_tensors` into ``agent``'s train states (their
+    structure is the agent's own); a clear error where they do not fit."""
     all_states = jax_train_states(agent)
     if not all_states:
         return
@@ -320,7 +330,7 @@ def load_agent(
                 if not isinstance(target, torch.Tensor):
                     raise ValueError(f"variable {name!r} is not a tensor of this agent")
                 target.copy_(value)
-        _set_jax_states(agent, state.get("jax", {}))
+        set_jax_states(agent, state.get("jax", {}))
         for k in COUNTERS:
             if k in counters:
                 setattr(agent, k, _counter(counters, k, 0))

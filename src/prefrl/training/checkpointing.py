@@ -3,12 +3,12 @@
 
 Each stage owns its part: the labels (queries asked, labels not yet fitted), the clips (clip
 length, the loop's random generator), the reward signal (normaliser), the agent (environment
-steps; its policy and replay buffer files) and the reward fit (network, trainer state, torch's
-RNG); the loop adds where it is (iteration, history, evaluations, wall time) and its config
-hash. ``state.json`` holds the stages' states side by side, each under keys of its own, as
-version 1 of the format always has. Labels given after a checkpoint (``RUN/preferences.npz``
-and the labels state) are newer than it and win on resume: no label is lost and none is
-asked again.
+steps; its policy and replay buffer files), the restore action's kept policies and the reward
+fit (network, trainer state, torch's RNG); the loop adds where it is (iteration, history,
+evaluations, wall time) and its config hash. ``state.json`` holds the stages' states side by
+side, each under keys of its own, as version 1 of the format always has. Labels given after a
+checkpoint (``RUN/preferences.npz`` and the labels state) are newer than it and win on resume:
+no label is lost and none is asked again.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from prefrl.training.agent_reward import AgentReward, AgentRewardState
 from prefrl.training.agent_step import AgentLoader, AgentStep
 from prefrl.training.clips import Clips
 from prefrl.training.labels import Labels, LabelsState
+from prefrl.training.restore import AgentRestore
 from prefrl.training.reward_fit import RewardFit
 
 
@@ -69,6 +70,7 @@ class LoopCheckpoint:
     fit: RewardFit
     agent_step: AgentStep
     reward: AgentReward | None
+    restore: AgentRestore | None = None
 
     @property
     def dir(self) -> CheckpointDir:
@@ -80,6 +82,8 @@ class LoopCheckpoint:
         path = self.dir.begin(self.progress.iteration)
         self.fit.save_files(path, self.labels.dataset)
         self.agent_step.save_files(path)
+        if self.restore is not None:
+            self.restore.save_files(path)
         reward: AgentRewardState = {"normalizer": None} if self.reward is None else self.reward.state_dict()
         parts: list[Mapping[str, Any]] = [self.progress.state_dict(), {"config_hash": self.config_hash},
                                           self.labels.state_dict(), self.clips.state_dict(),
@@ -109,6 +113,8 @@ class LoopCheckpoint:
             raise ValueError(f"{path}: this checkpoint was written by a run with a different config")
         if self.agent_step.agent is not None:  # first: a policy or buffer that fails to load changes no file
             self.agent_step.load_files(path, agent_loader)
+            if self.restore is not None:
+                self.restore.load_files(path, self.agent_step.agent)
             if self.reward is not None:
                 self.reward.load_state_dict(state)
         self.fit.load_files(path)

@@ -123,7 +123,7 @@ class PreferenceLoop:
         self.checkpoint = None
         if self.run_dir is not None:
             parts = (self.progress, self.labels, self.clips, self.fit, self.agent_step, self.signal)
-            self.checkpoint = LoopCheckpoint(self.run_dir, config_hash, *parts)
+            self.checkpoint = LoopCheckpoint(self.run_dir, config_hash, *parts, self.restore)
 
     # ------------------------------------------------------------------ views
     @property

@@ -14,10 +14,12 @@ standard errors under the reward as it stands), since giving a policy back mid-r
 reward still being learned cost progress (docs/techniques.md, the run watch).
 
 No true reward is read, so it works with people; ``watch/restored_from_end`` in
-``metrics.csv`` and the run's report say when it acted. The copies live in memory, not in
-checkpoints: a resumed run starts keeping them again. Their episodes are held to
-:data:`BUDGET_BYTES` in all: a policy whose last two complete episodes alone are larger than
-its share (long Atari games) is not kept, so image runs pay a bounded amount of memory.
+``metrics.csv`` and the run's report say when it acted. The copies live in memory and in the
+checkpoints (``restore.safetensors``: each kept policy's parameters and step;
+``restore.npz``: their episodes), so a resumed run ends as the uninterrupted one would have.
+Their episodes are held to :data:`BUDGET_BYTES` in all: a policy whose last two complete
+episodes alone are larger than its share (long Atari games) is not kept, so image runs pay a
+bounded amount of memory.
 SB3 agents (PyTorch state dicts, cloned) and SBX agents (flax train states) both go back
 whole.
 """
@@ -25,14 +27,16 @@ whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from prefrl.agents.policy_io import jax_train_states
+from prefrl.agents.policy_io import jax_state_tensors, jax_train_states, set_jax_states
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
+from prefrl.storage.checkpoint import load_tensor_state, save_tensor_state
 
 KEEP = 8
 """Policies kept (the newest; for an image agent each copy also holds its episodes' frames)."""
@@ -44,6 +48,8 @@ BUDGET_BYTES = 256 * 2**20
 """Bytes of kept observations over all kept policies (each policy gets an equal share)."""
 CHUNK = 1024
 """Transitions per reward pass while scoring."""
+PARAMS_FILE, EPISODES_FILE = "restore.safetensors", "restore.npz"
+"""A checkpoint's files of the kept policies: parameters and steps; episodes."""
 
 
 @dataclass
@@ -194,3 +200,54 @@ class AgentRestore:
             self.kept.append(self.kept.pop(best))  # the agent's policy now: the newest
             out["watch/restored_from"] = float(chosen.env_steps)
         return out
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_files(self, path: Path) -> None:
+        """The kept policies into checkpoint directory ``path``: :data:`PARAMS_FILE` (parameters,
+        steps and episode counts) and :data:`EPISODES_FILE` (every kept episode, in order)."""
+        if not self.kept:
+            return
+        params = [s.params for s in self.kept]  # the file's keys are dotted paths: no dots in a key
+        if set(params[0]) == {"jax"}:  # leaf tensors by string index
+            params = [{"jax": _keyed(jax_state_tensors(p["jax"]), str)} for p in params]
+        else:  # a state dict's "actor.mu.weight" as "actor:mu:weight"
+            params = [{k.replace(".", ":"): v for k, v in p.items()} for p in params]
+        state = {f"p{i}": p for i, p in enumerate(params)}
+        state["steps"] = [s.env_steps for s in self.kept]  # type: ignore[assignment]  # a JSON leaf
+        state["episodes"] = [len(s.episodes) for s in self.kept]  # type: ignore[assignment]
+        save_tensor_state(state, path / PARAMS_FILE)
+        TrajectoryBatch.concat([s.episodes for s in self.kept]).save(path / EPISODES_FILE)
+
+    def load_files(self, path: Path, agent: Any) -> None:
+        """The kept policies of checkpoint directory ``path`` (none if it has no such files: an
+        older checkpoint or none kept yet); an SBX agent's states are rebuilt on ``agent``'s."""
+        self.kept = []
+        if not (path / PARAMS_FILE).exists():
+            return
+        state: Any = load_tensor_state(path / PARAMS_FILE)
+        every = TrajectoryBatch.load(path / EPISODES_FILE)
+        counts = [int(n) for n in state["episodes"]]
+        if sum(counts) != len(every):
+            raise ValueError(
+                f"{path / EPISODES_FILE}: {len(every)} episodes, the kept policies name {sum(counts)}"
+            )
+        live = agent_params(agent) if jax_train_states(agent) else None
+        starts = np.cumsum([0, *counts])
+        for i, (step, n) in enumerate(zip(state["steps"], counts, strict=True)):
+            params = state[f"p{i}"]
+            if live is not None:  # SBX: the leaves go into the agent's own tree structure
+                set_jax_states(agent, _keyed(params["jax"], int))
+                params = agent_params(agent)
+            else:
+                params = {k.replace(":", "."): v for k, v in params.items()}
+            episodes = [every.episode(int(j)) for j in range(starts[i], starts[i] + n)]
+            self.kept.append(Snapshot(int(step), params, TrajectoryBatch.from_trajectories(episodes)))
+        if live is not None:
+            set_agent_params(agent, live)
+
+
+def _keyed(tree: Any, key: type) -> Any:
+    """``tree`` (SBX leaves by owner, name and index) with its leaf indices made ``key``s."""
+    return {
+        o: {k: {key(i): t for i, t in leaves.items()} for k, leaves in of.items()} for o, of in tree.items()
+    }
