@@ -75,8 +75,9 @@ def test_a_lead_within_the_margin_changes_nothing() -> None:
     lead = outs[0]["watch/restore_gap"]
     assert outs[1]["watch/restore_gap"] == lead and 0.5 < lead < 1e5
     assert "watch/restored_from" in outs[0] and "watch/restored_from" not in outs[1]
-    with pytest.raises(ValueError, match="watch_restore >= 0"):
-        LoopConfig(watch_restore=-1.0)
+    for bad in (-1.0, float("nan"), True):  # a bool is a switch's value, not a margin
+        with pytest.raises(ValueError, match="watch_restore >= 0, a margin"):
+            LoopConfig(watch_restore=bad)
 
 
 def test_the_newest_policy_stays_when_it_is_paid_as_much_or_more() -> None:

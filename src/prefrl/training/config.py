@@ -214,8 +214,11 @@ class LoopConfig:
                 f"need watch_agreement in [-1, 1] (a correlation) and watch_penalty >= 0, got "
                 f"{self.watch_agreement} and {self.watch_penalty}"
             )
-        if not self.watch_restore >= 0:  # NaN too
-            raise ValueError(f"need watch_restore >= 0 (standard errors; 0: off), got {self.watch_restore}")
+        if isinstance(self.watch_restore, bool) or not self.watch_restore >= 0:  # NaN too
+            raise ValueError(
+                f"need watch_restore >= 0, a margin in standard errors (3.6 by default; 0: off), got "
+                f"{self.watch_restore!r}"
+            )
         if self.uncertainty_penalty < 0:
             raise ValueError(f"need uncertainty_penalty >= 0, got {self.uncertainty_penalty}")
         if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
