@@ -397,7 +397,8 @@ WARM = "-active_selection=True-active_selection_from=30"  # after a 30-label war
 WATCH = "watch-2026-11-27/"  # the run watch's rows (issue 48), in their own folder
 LUNAR, CART10 = "LunarLanderContinuous-v3-sac-oracle-50l-50000s", "CartPole-v1-ppo-oracle-10l-50000s"
 ACRO30 = "Acrobot-v1-ppo-oracle-30l-100000s"
-RESTORE, OLDER = "-watch_restore=True", "-watch_against_older=True"
+RESTORE, OLDER = "-watch_restore=True", "-watch_against_older=True"  # restore: margin 2
+WATCH28, RESTORE36 = "watch-2026-11-28/", "-watch_restore=3.6"  # the restore's default margin
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -492,9 +493,10 @@ COMPARISONS: dict[str, Comparison] = {
             "row (5 seeds unless named)",
             "no action (the default until 2026-11-27)",
             "`--loop.watch-requery`",
-            "`--loop.watch-end-clips` (today's default)",
-            "today's default + `--loop.watch-restore 2`",
-            "today's default + `--loop.watch-against-older`",
+            "`--loop.watch-end-clips` (the default from 2026-11-27)",
+            "+ `--loop.watch-restore 2`",
+            "+ `--loop.watch-restore 3.6` (today's default)",
+            "+ `--loop.watch-against-older`",
         ),
         (
             (
@@ -504,6 +506,7 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + LUNAR + "-watch_requery=True",
                     WATCH + LUNAR + "-watch_end_clips=True",
                     WATCH + LUNAR + RESTORE,
+                    WATCH28 + LUNAR + RESTORE36,
                     WATCH + LUNAR + OLDER,
                 ),
             ),
@@ -514,12 +517,20 @@ COMPARISONS: dict[str, Comparison] = {
                     None,
                     WATCH + CART10 + "-watch_end_clips=True",
                     WATCH + CART10 + RESTORE,
+                    WATCH28 + CART10 + RESTORE36,
                     WATCH + CART10 + OLDER,
                 ),
             ),
             (
                 "Acrobot-v1 (PPO), 30 labels, 100,000 steps (3 seeds; ending is the goal)",
-                (WATCH + ACRO30, None, WATCH + ACRO30 + "-watch_end_clips=True", None, None),
+                (
+                    WATCH + ACRO30,
+                    None,
+                    WATCH + ACRO30 + "-watch_end_clips=True",
+                    None,
+                    None,
+                    None,
+                ),
             ),
             (
                 "Hopper-v5, 100 labels, 100,000 steps",
@@ -528,12 +539,32 @@ COMPARISONS: dict[str, Comparison] = {
                     None,
                     WATCH + HOP + "-watch_end_clips=True",
                     WATCH + HOP + RESTORE,
+                    WATCH28 + HOP + RESTORE36,
                     None,
                 ),
             ),
             (
                 "HalfCheetah-v5, 50 labels, 100,000 steps (episodes never end)",
-                (Text("the same runs"), None, HC50 + "-method=broad", None, WATCH + HC50 + OLDER),
+                (
+                    Text("the same runs"),
+                    None,
+                    HC50 + "-method=broad",
+                    WATCH + HC50 + RESTORE,
+                    Text("the same runs: it never fired at 2"),
+                    WATCH + HC50 + OLDER,
+                ),
+            ),
+            (
+                "Walker2d-v5, 100 labels, 100,000 steps (3 seeds; a row no action was chosen on)",
+                (WALK100 + WARM, None, None, None, WATCH28 + WALK100 + RESTORE36, None),
+            ),
+            (
+                "InvertedDoublePendulum-v5, 50 labels, 30,000 steps (3 seeds; the same)",
+                (IDP + WARM, None, None, None, WATCH28 + IDP + RESTORE36, None),
+            ),
+            (
+                "Pendulum-v1, 10 labels, 15,000 steps (the same)",
+                (PEND10 + "-method=broad", None, None, None, WATCH28 + PEND10 + RESTORE36, None),
             ),
         ),
     ),

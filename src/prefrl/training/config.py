@@ -164,8 +164,8 @@ class LoopConfig:
     ends with what it had. During the run the comparison is only logged (watch/restore_gap).
     3.6 is where noise alone puts one of the 7 earlier kept policies that far ahead about once
     in 1,000 runs (one-sided, Bonferroni); 2 also gave back a policy on LunarLanderContinuous-v3
-    and lost there. On by default: it saved Hopper-v5's failed seed and never fired on the other
-    rows (docs/benchmarks/label-efficiency.md, "Acting on it"). 0: off."""
+    and lost there. On by default: it saved Hopper-v5's failed seed and lost nothing on the other
+    rows measured (docs/benchmarks/label-efficiency.md, "Acting on it"). 0: off."""
     watch_against_older: bool = False
     """Half of each iteration's queries (of those mixture queries leave) put a clip of the
     agent's newest episodes against a clip of its earlier ones (kept as for mixture queries,
