@@ -106,6 +106,12 @@ def unflatten_state(tensors: Mapping[str, torch.Tensor], values: Mapping[str, ob
 
 
 # ------------------------------------------------------------------ SBX (JAX) train states
+def jax_owners(agent: BaseAlgorithm) -> dict[str, object]:
+    """The objects of an SBX agent that hold its train states, by the owner names the states
+    are filed under."""
+    return {"agent": agent, "policy": agent.policy}
+
+
 def jax_train_states(agent: BaseAlgorithm) -> dict[str, dict[str, object]]:
     """SBX: the flax train states of the agent and its policy, by owner and attribute name
     (empty for a PyTorch agent). Train states are immutable, so these are copies already."""
@@ -113,10 +119,9 @@ def jax_train_states(agent: BaseAlgorithm) -> dict[str, dict[str, object]]:
         return {}
     from flax.training.train_state import TrainState
 
-    owners = {"agent": agent, "policy": agent.policy}
     return {
         owner: {k: v for k, v in sorted(vars(obj).items()) if isinstance(v, TrainState)}
-        for owner, obj in owners.items()
+        for owner, obj in jax_owners(agent).items()
     }
 
 
@@ -149,7 +154,7 @@ def set_jax_states(agent: BaseAlgorithm, saved: object) -> None:
     import jax
     import jax.numpy as jnp
 
-    owners = {"agent": agent, "policy": agent.policy}
+    owners = jax_owners(agent)
     for owner, states in all_states.items():
         for name, fresh in states.items():
             leaves, treedef = jax.tree_util.tree_flatten(fresh)

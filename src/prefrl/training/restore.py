@@ -8,8 +8,8 @@ gathered (the policy that played the newest of them) together with the last epis
 played. When training ends, the reward, trained on every label by then, scores every kept
 policy's episodes by what the agent is paid (the sum over an episode of
 ``reward - absorbing``); where an earlier policy's episodes score above the final policy's
-by more than ``LoopConfig.watch_restore`` standard errors, the run ends with that policy. During the run the
-same comparison is only logged (``watch/restore_gap``: the best earlier policy's lead in
+by more than ``LoopConfig.watch_restore`` standard errors, the run ends with that policy.
+During the run the same comparison is only logged (``watch/restore_gap``: the best earlier policy's lead in
 standard errors under the reward as it stands), since giving a policy back mid-run on a
 reward still being learned cost progress (docs/techniques.md, the run watch).
 
@@ -19,9 +19,8 @@ checkpoints (``restore.safetensors``: each kept policy's parameters and step;
 ``restore.npz``: their episodes), so a resumed run ends as the uninterrupted one would have.
 Their episodes are held to :data:`BUDGET_BYTES` in all: a policy whose last two complete
 episodes alone are larger than its share (long Atari games) is not kept, so image runs pay a
-bounded amount of memory.
-SB3 agents (PyTorch state dicts, cloned) and SBX agents (flax train states) both go back
-whole.
+bounded amount of memory. SB3 agents (PyTorch state dicts, cloned) and SBX agents (flax
+train states) both go back whole.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from prefrl.agents.policy_io import jax_state_tensors, jax_train_states, set_jax_states
+from prefrl.agents.policy_io import jax_owners, jax_state_tensors, jax_train_states, set_jax_states
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
 from prefrl.storage.checkpoint import load_tensor_state, save_tensor_state
@@ -120,7 +119,7 @@ def _rebuilt(states: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def set_agent_params(agent: Any, params: dict[str, Any]) -> None:
     """Load a copy made by :func:`agent_params` into ``agent`` (the copy stays untouched)."""
     if set(params) == {"jax"}:
-        owners = {"agent": agent, "policy": agent.policy}
+        owners = jax_owners(agent)
         for owner, states in _rebuilt(params["jax"]).items():
             for name, state in states.items():
                 setattr(owners[owner], name, state)
