@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from prefrl.agents.policy_io import load_agent
 from prefrl.agents.rollout import collect_episodes
 from prefrl.data import PreferenceDataset
 from prefrl.data.trajectories import TrajectoryBatch
@@ -138,3 +139,66 @@ def test_a_run_against_older_clips_logs_both_verdicts(tmp_path) -> None:
         labels = loop.dataset.labels[end[i] - half : end[i]]
         assert rows[i]["watch/teacher_newer"] == pytest.approx(float(np.mean(labels)))
     assert loop.labels.asked == 16
+
+
+def test_early_against_older_queries_stop_once_the_warm_up_labels_are_in(tmp_path) -> None:
+    # 6 labels a round after the first: newest-vs-older pairs while fewer than 12 are decided,
+    # then none (disagreement among the newest clips takes every query)
+    cfg = LoopConfig(total_steps=2400, total_labels=24, iterations=4, initial_steps=400, fragment_length=20,
+                     query_schedule="constant", active_selection_from=12,
+                     watch_against_older_early=True)  # fmt: skip
+    loop = build(cfg)
+    loop.run()
+    rows = loop.state.history
+    totals = np.cumsum([int(r["labels/asked"]) for r in rows])
+    assert totals[-1] == 24 and not loop.config.watch_against_older
+    decided_before = [0, *totals[:-1]]  # an oracle on these clips never ties
+    for r, before in zip(rows[1:], decided_before[1:], strict=True):
+        assert ("watch/reward_newer" in r) == (before < 12), (before, sorted(r))
+    assert any("watch/reward_newer" in r for r in rows) and "watch/reward_newer" not in rows[-1]
+
+
+def test_early_against_older_queries_yield_to_end_clips() -> None:
+    # a round whose clips go to episode ends (ending pays) asks no newest-vs-older pair, even
+    # in the warm-up; the same round otherwise does
+    cfg = LoopConfig(total_steps=1600, total_labels=12, iterations=2, initial_steps=400, fragment_length=20,
+                     active_selection_from=100, watch_against_older_early=True)  # fmt: skip
+    loop = build(cfg)
+    loop.run()
+    assert "watch/reward_newer" in loop.state.history[-1]
+    batch = loop.clips.rollouts(400, None)
+    assert "watch/reward_newer" in loop._query(4, batch)
+    assert "watch/reward_newer" not in loop._query(4, batch, ends=True)
+
+
+def test_the_archive_of_older_episodes_survives_a_checkpoint(tmp_path, batches) -> None:
+    archive = EpisodeArchive(max_steps=10**6)
+    for b in batches:
+        archive.add(b)
+    archive.save_files(tmp_path)
+    back = EpisodeArchive(max_steps=10**6)
+    back.load_files(tmp_path)
+    assert len(back.batches) == len(batches)
+    for x, y in zip(archive.batches, back.batches, strict=True):
+        np.testing.assert_array_equal(x.obs, y.obs)
+        np.testing.assert_array_equal(x.lengths, y.lengths)
+    back.load_files(tmp_path / "older")  # a checkpoint from before the archive was saved: empty
+    assert back.batches == []
+    (tmp_path / "archive_000.npz").write_bytes(b"not an npz")
+    with pytest.raises(ValueError, match=r"archive_000\.npz"):
+        EpisodeArchive(max_steps=10).load_files(tmp_path)
+
+
+def test_a_resumed_run_asks_against_the_same_older_episodes(tmp_path) -> None:
+    cfg = LoopConfig(total_steps=1600, total_labels=12, iterations=3, initial_steps=400, fragment_length=20,
+                     watch_against_older=True, checkpoint_interval=1)  # fmt: skip
+    loop = build(cfg, tmp=tmp_path)
+    loop.run()
+    kept = loop.clips.archive.batches
+    assert len(kept) >= 2
+    again = build(cfg, tmp=tmp_path)
+    venv = again.agent.get_env()
+    assert again.load_checkpoint(lambda path: load_agent("sac", path, venv))
+    assert [b.num_steps for b in again.clips.archive.batches] == [b.num_steps for b in kept]
+    for x, y in zip(kept, again.clips.archive.batches, strict=True):
+        np.testing.assert_array_equal(x.obs, y.obs)

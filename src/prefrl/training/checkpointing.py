@@ -2,7 +2,7 @@
 (the files themselves: :mod:`prefrl.storage.checkpoint`).
 
 Each stage owns its part: the labels (queries asked, labels not yet fitted), the clips (clip
-length, the loop's random generator), the reward signal (normaliser), the agent (environment
+length, the loop's random generator, the archive of older episodes), the reward signal (normaliser), the agent (environment
 steps; its policy and replay buffer files), the restore action's kept policies and the reward
 fit (network, trainer state, torch's RNG); the loop adds where it is (iteration, history,
 evaluations, wall time) and its config hash. ``state.json`` holds the stages' states side by
@@ -82,6 +82,7 @@ class LoopCheckpoint:
         path = self.dir.begin(self.progress.iteration)
         self.fit.save_files(path, self.labels.dataset)
         self.agent_step.save_files(path)
+        self.clips.save_files(path)
         if self.restore is not None:
             self.restore.save_files(path)
         reward: AgentRewardState = {"normalizer": None} if self.reward is None else self.reward.state_dict()
@@ -118,6 +119,7 @@ class LoopCheckpoint:
             if self.reward is not None:
                 self.reward.load_state_dict(state)
         self.fit.load_files(path)
+        self.clips.load_files(path)
         if self.reward is not None:
             self.reward.refresh()
         self.progress.load_state_dict(state)

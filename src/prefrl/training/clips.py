@@ -14,6 +14,7 @@ import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
@@ -116,7 +117,9 @@ class Clips:
 
     def keep(self, batch: TrajectoryBatch) -> None:
         """Keep ``batch`` for the mixture queries of later iterations (when they are on)."""
-        if (self.config.archive_share > 0 or self.config.watch_against_older) and self.trajectories is None:
+        c = self.config
+        older = c.archive_share > 0 or c.watch_against_older or c.watch_against_older_early
+        if older and self.trajectories is None:
             self.archive.add(batch)
 
     # ------------------------------------------------------------------ queries
@@ -135,18 +138,21 @@ class Clips:
         labelled: bool,
         ties: float | None,
         ends: bool = False,
+        cross: bool | None = None,
     ) -> Query | None:
         """Cut clips from ``batch`` and pick ``n_queries`` pairs (by disagreement when ``active``;
         ``labelled``: labels exist, so clips keep their length; ``ties``: the tie share so far;
-        ``ends``: at least the auto share of clips at episode ends, whatever the ties).
+        ``ends``: at least the auto share of clips at episode ends, whatever the ties;
+        ``cross``: part of them newest against older clips, by default ``watch_against_older``).
         ``None`` when no pair of distinct clips can be made."""
         c = self.config
         if c.exploration_frac > 0 and self.side_env is not None:
             n_rand = max(self.length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)))
             batch = TrajectoryBatch.concat([batch, self.rollouts(n_rand, None)])
-        older = self.archive.batch(self.length) if c.archive_share > 0 or c.watch_against_older else None
+        cross = c.watch_against_older if cross is None else cross
+        older = self.archive.batch(self.length) if c.archive_share > 0 or cross else None
         n_old = older_share(n_queries, c.archive_share) if older is not None else 0
-        against = older is not None and c.watch_against_older
+        against = older is not None and cross
         n_cross = older_share(n_queries - n_old, AGAINST_OLDER_SHARE) if against else 0
         n_queries -= n_old + n_cross  # the rest from the latest episodes
         n_cand = n_queries * (c.active_selection_oversampling if active else 1)
@@ -199,6 +205,14 @@ class Clips:
         self.length = longest
 
     # ------------------------------------------------------------------ state
+    def save_files(self, path: Path) -> None:
+        """Write the archive of older episodes (mixture and newest-vs-older queries) into
+        checkpoint folder ``path``."""
+        self.archive.save_files(path)
+
+    def load_files(self, path: Path) -> None:
+        self.archive.load_files(path)
+
     def state_dict(self) -> ClipsState:
         """The checkpointed state: the clip length now and the generator's state."""
         return {"fragment_length": self.length, "rng": self.rng.bit_generator.state}

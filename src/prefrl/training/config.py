@@ -174,6 +174,13 @@ class LoopConfig:
     the agent is going. Logged: watch/reward_newer (how likely the reward finds the newer clip
     better) and, with a teacher that answers at once, watch/teacher_newer (how often the
     teacher did)."""
+    watch_against_older_early: bool = False
+    """watch_against_older only until active_selection_from labels are in: while the reward has
+    seen the fewest labels and the agent changes fastest, half of each round puts the newest
+    clips against older ones, so a first reward that points the agent the wrong way is corrected
+    where it leads; afterwards every query goes where the ensemble splits among the newest clips.
+    Not while ending an episode pays (watch_end_clips): those rounds' labels all go to episode
+    ends. (watch_against_older on as well: all along.)"""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""

@@ -294,7 +294,9 @@ class PreferenceLoop:
         ready = split or labels.selection_ready(c.active_selection_from)
         active = bool(c.active_selection) and ready
         labelled = bool(len(self.dataset) or labels.asked)  # clips keep their length once labels exist
-        query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends)
+        warming = not labels.selection_ready(c.active_selection_from)  # early ones yield to end clips
+        cross = c.watch_against_older or (c.watch_against_older_early and warming and not ends)
+        query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends, cross)
         if query is None:
             return {"labels/asked": 0.0}
         return labels.ask(

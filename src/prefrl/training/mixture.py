@@ -19,6 +19,7 @@ teacher's answers say whether the agent's progress, as the reward sees it, is re
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -30,6 +31,9 @@ from prefrl.selection import DisagreementSelector, UniformSelector
 from prefrl.selection.selectors import Measure, ensemble_logits
 from prefrl.training.config import LoopConfig
 from prefrl.training.queries import candidate_pairs
+
+ARCHIVE_PREFIX = "archive_"
+"""Checkpoint files of the archive's batches (``archive_000.npz``, ...)."""
 
 
 class EpisodeArchive:
@@ -65,6 +69,17 @@ class EpisodeArchive:
         self.batches.append(batch)
         while len(self.batches) > 1 and self.steps > self.max_steps:
             self.batches.pop(0)
+
+    def save_files(self, path: Path) -> None:
+        """Write the held batches into checkpoint folder ``path`` (``archive_000.npz``, oldest
+        first), so that a resumed run asks the queries the uninterrupted one would have."""
+        for k, b in enumerate(self.batches):
+            b.save(path / f"{ARCHIVE_PREFIX}{k:03d}.npz")
+
+    def load_files(self, path: Path) -> None:
+        """Hold the batches of checkpoint folder ``path`` (none in checkpoints written before
+        the archive was saved: the archive starts empty again)."""
+        self.batches = [TrajectoryBatch.load(f) for f in sorted(path.glob(f"{ARCHIVE_PREFIX}*.npz"))]
 
     def batch(self, length: int) -> TrajectoryBatch | None:
         """Every episode held as one batch, or ``None`` when no ``length``-step clip fits in it."""
