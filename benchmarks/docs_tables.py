@@ -399,6 +399,7 @@ LUNAR, CART10 = "LunarLanderContinuous-v3-sac-oracle-50l-50000s", "CartPole-v1-p
 ACRO30 = "Acrobot-v1-ppo-oracle-30l-100000s"
 RESTORE, OLDER = "-watch_restore=True", "-watch_against_older=True"  # restore: margin 2
 WATCH28, RESTORE36 = "watch-2026-11-28/", "-watch_restore=3.6"  # the restore's default margin
+EARLY, EARLY_ON = "watch-early/", "-watch_against_older_early=True"  # early newest-vs-older queries
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -497,6 +498,7 @@ COMPARISONS: dict[str, Comparison] = {
             "+ `--loop.watch-restore 2`",
             "+ `--loop.watch-restore 3.6` (today's default)",
             "+ `--loop.watch-against-older`",
+            "+ `--loop.watch-against-older-early`",
         ),
         (
             (
@@ -508,6 +510,7 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + LUNAR + RESTORE,
                     WATCH28 + LUNAR + RESTORE36,
                     WATCH + LUNAR + OLDER,
+                    EARLY + LUNAR + EARLY_ON,
                 ),
             ),
             (
@@ -519,6 +522,7 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + CART10 + RESTORE,
                     WATCH28 + CART10 + RESTORE36,
                     WATCH + CART10 + OLDER,
+                    None,
                 ),
             ),
             (
@@ -527,6 +531,7 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + ACRO30,
                     None,
                     WATCH + ACRO30 + "-watch_end_clips=True",
+                    None,
                     None,
                     None,
                     None,
@@ -541,6 +546,7 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + HOP + RESTORE,
                     WATCH28 + HOP + RESTORE36,
                     None,
+                    None,
                 ),
             ),
             (
@@ -552,19 +558,38 @@ COMPARISONS: dict[str, Comparison] = {
                     WATCH + HC50 + RESTORE,
                     Text("the same runs: it never fired at 2"),
                     WATCH + HC50 + OLDER,
+                    EARLY + HC50 + EARLY_ON,
                 ),
             ),
             (
                 "Walker2d-v5, 100 labels, 100,000 steps (3 seeds; a row no action was chosen on)",
-                (WALK100 + WARM, None, None, None, WATCH28 + WALK100 + RESTORE36, None),
+                (WALK100 + WARM, None, None, None, WATCH28 + WALK100 + RESTORE36, None, None),
             ),
             (
                 "InvertedDoublePendulum-v5, 50 labels, 30,000 steps (3 seeds; the same)",
-                (IDP + WARM, None, None, None, WATCH28 + IDP + RESTORE36, None),
+                (IDP + WARM, None, None, None, WATCH28 + IDP + RESTORE36, None, None),
             ),
             (
                 "Pendulum-v1, 10 labels, 15,000 steps (the same)",
-                (PEND10 + "-method=broad", None, None, None, WATCH28 + PEND10 + RESTORE36, None),
+                (
+                    PEND10 + "-method=broad",
+                    None,
+                    None,
+                    None,
+                    WATCH28 + PEND10 + RESTORE36,
+                    None,
+                    EARLY + PEND10 + EARLY_ON,
+                ),
+            ),
+            *(
+                (
+                    f"{name}, 30 labels, 15,000 steps ({n} seeds; episodes never end; the same)",
+                    (row + "-method=broad", None, None, None, None, None, EARLY + row + EARLY_ON),
+                )
+                for name, row, n in (
+                    ("Reacher-v5", REACH, 5),
+                    ("Swimmer-v5", SWIM, 5),
+                )
             ),
         ),
     ),

@@ -2,13 +2,13 @@
 (the files themselves: :mod:`prefrl.storage.checkpoint`).
 
 Each stage owns its part: the labels (queries asked, labels not yet fitted), the clips (clip
-length, the loop's random generator, the archive of older episodes), the reward signal (normaliser), the agent (environment
-steps; its policy and replay buffer files), the restore action's kept policies and the reward
-fit (network, trainer state, torch's RNG); the loop adds where it is (iteration, history,
-evaluations, wall time) and its config hash. ``state.json`` holds the stages' states side by
-side, each under keys of its own, as version 1 of the format always has. Labels given after a
-checkpoint (``RUN/preferences.npz`` and the labels state) are newer than it and win on resume:
-no label is lost and none is asked again.
+length, the loop's random generator, the archive of older episodes), the reward signal
+(normaliser), the agent (environment steps; its policy and replay buffer files), the restore
+action's kept policies and the reward fit (network, trainer state, torch's RNG); the loop adds
+where it is (iteration, history, evaluations, wall time) and its config hash. ``state.json``
+holds the stages' states side by side, each under keys of its own, as version 1 of the format
+always has. Labels given after a checkpoint (``RUN/preferences.npz`` and the labels state) are
+newer than it and win on resume: no label is lost and none is asked again.
 """
 
 from __future__ import annotations

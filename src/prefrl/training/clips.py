@@ -149,10 +149,10 @@ class Clips:
         if c.exploration_frac > 0 and self.side_env is not None:
             n_rand = max(self.length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)))
             batch = TrajectoryBatch.concat([batch, self.rollouts(n_rand, None)])
-        cross = c.watch_against_older if cross is None else cross
-        older = self.archive.batch(self.length) if c.archive_share > 0 or cross else None
+        against = c.watch_against_older if cross is None else cross
+        older = self.archive.batch(self.length) if c.archive_share > 0 or against else None
         n_old = older_share(n_queries, c.archive_share) if older is not None else 0
-        against = older is not None and cross
+        against = older is not None and against
         n_cross = older_share(n_queries - n_old, AGAINST_OLDER_SHARE) if against else 0
         n_queries -= n_old + n_cross  # the rest from the latest episodes
         n_cand = n_queries * (c.active_selection_oversampling if active else 1)
@@ -172,16 +172,16 @@ class Clips:
             frags, pairs = join_queries((frags, pairs), old)
             picked["labels/archive_pairs"] = float(len(old[1]))
             k = len(pairs)
-        cross = 0
+        n_asked = 0
         if n_cross and older is not None:  # the newest clips against older ones (the run watch)
             f_cross, p_cross, newer = newer_older_pairs(
                 self.net, batch, older, n_cross, self.length, c, self.rng
             )
             frags, pairs = join_queries((frags, pairs), (f_cross, p_cross))
-            cross, k = len(p_cross), len(pairs)
-            if cross:
+            n_asked, k = len(p_cross), len(pairs)
+            if n_asked:
                 picked["watch/reward_newer"] = newer
-        return Query(frags, pairs, k, picked, cross)
+        return Query(frags, pairs, k, picked, n_asked)
 
     def _fit_length(self, batch: TrajectoryBatch, labelled: bool) -> None:
         """Before the first label, shorten clips to the longest episode when none is long enough.

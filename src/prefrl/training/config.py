@@ -180,7 +180,9 @@ class LoopConfig:
     clips against older ones, so a first reward that points the agent the wrong way is corrected
     where it leads; afterwards every query goes where the ensemble splits among the newest clips.
     Not while ending an episode pays (watch_end_clips): those rounds' labels all go to episode
-    ends. (watch_against_older on as well: all along.)"""
+    ends. Off: it saved HalfCheetah-v5's failed seed but lost seeds of Swimmer-v5 (30 labels, all
+    of them in the warm-up) and LunarLanderContinuous-v3. (watch_against_older on as well: all
+    along.)"""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""
