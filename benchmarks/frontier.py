@@ -70,8 +70,11 @@ def agent_config() -> AgentConfig:
                        batch_size=256, buffer_size=1_000_000)  # fmt: skip
 
 
-def learned_config(task: str, side: str, seed: int, run: Path, steps: int, labels: int) -> Any:
-    """The ``prefrl train`` config of a learned side (``protocol`` or ``defaults``)."""
+def learned_config(
+    task: str, side: str, seed: int, run: Path, steps: int, labels: int, options: dict[str, Any] | None = None
+) -> Any:
+    """The ``prefrl train`` config of a learned side (``protocol`` or ``defaults``), with the
+    ``--loop`` ``options`` (LoopConfig fields) set last."""
     from prefrl.envs.config import EnvConfig
     from prefrl.preference.trainer import RewardTrainerConfig
     from prefrl.run.config import TrainConfig
@@ -87,12 +90,15 @@ def learned_config(task: str, side: str, seed: int, run: Path, steps: int, label
                     iterations=max(1, (steps - RANDOM_STEPS - PRETRAIN_STEPS) // EVAL_INTERVAL),
                     labels_per_round=ROUND_LABELS, round_interval=ROUND_STEPS // EVAL_INTERVAL)  # fmt: skip
         trainer = RewardTrainerConfig(l2_init=0.0)
+    loop.update(options or {})
     return TrainConfig(seed=seed, run_dir=str(run), force=True, progress=False, eval_episodes=EVAL_EPISODES,
                        eval_interval=EVAL_INTERVAL, agent=agent_config(), loop=LoopConfig(**loop),
                        env=EnvConfig(id=TASKS[task]["env"]), trainer=trainer)  # fmt: skip
 
 
-def run_learned(task: str, side: str, seed: int, run: Path, steps: int, labels: int) -> dict[str, Any]:
+def run_learned(
+    task: str, side: str, seed: int, run: Path, steps: int, labels: int, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Train (or resume) one learned run; its result."""
     from prefrl.run.config import parse_args
     from prefrl.run.train import train
@@ -100,7 +106,7 @@ def run_learned(task: str, side: str, seed: int, run: Path, steps: int, labels: 
     if (run / "config.json").exists():
         cfg = parse_args(["--resume", str(run), "--no-progress"])
     else:
-        cfg = learned_config(task, side, seed, run, steps, labels)
+        cfg = learned_config(task, side, seed, run, steps, labels, options)
     rep = train(cfg)
     return {"final_return": rep["true_return"], "last10_mean": rep.get("eval_last10_mean"),
             "evaluations": rep.get("evaluations", []), "labels_used": rep["labels_used"],
@@ -154,7 +160,8 @@ def run_one(a: argparse.Namespace) -> int:
     if a.side == "true":
         res = run_true(a.task, a.seed, run, steps)
     else:
-        res = run_learned(a.task, a.side, a.seed, run, steps, a.labels)
+        res = run_learned(a.task, a.side, a.seed, run, steps, a.labels, a.loop_options)
+        res["loop_options"] = a.loop_options
     res.update(task=a.task, env=TASKS[a.task]["env"], side=a.side, seed=a.seed, steps=steps, labels=a.labels,
                agent=dataclasses.asdict(agent_config()), wall_s=time.perf_counter() - t0)  # fmt: skip
     write_json(result, res)
@@ -178,6 +185,7 @@ def run_all(a: argparse.Namespace) -> int:
             cmd = [sys.executable, __file__, "--task", a.task, "--side", side, "--seed", str(seed),
                    "--out", a.out, "--labels", str(a.labels)]  # fmt: skip
             cmd += ["--steps", str(a.steps)] if a.steps else []
+            cmd += [f"--loop={item}" for item in a.loop]
             with open(root / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
                 running.append((subprocess.Popen(cmd, stdout=log, stderr=log, env=env), name))
             print(f"{a.task} {name}: started (log {root / (name + '.log')})", file=sys.stderr, flush=True)
@@ -275,6 +283,28 @@ def markdown(table: dict[str, Any]) -> str:
     )
 
 
+def loop_options(items: list[str], p: argparse.ArgumentParser) -> dict[str, Any]:
+    """``--loop NAME=VALUE`` items as LoopConfig fields (VALUE read as JSON, else text); an
+    unknown name or a value LoopConfig refuses is a one-line error."""
+    from prefrl.training.config import LoopConfig
+
+    fields = {f.name for f in dataclasses.fields(LoopConfig)}
+    out: dict[str, Any] = {}
+    for item in items:
+        name, eq, text = item.partition("=")
+        if not eq or name not in fields:
+            p.error(f"--loop {item}: need NAME=VALUE with NAME a LoopConfig field")
+        try:
+            out[name] = json.loads(text)
+        except ValueError:
+            out[name] = text
+    try:
+        LoopConfig(**out)
+    except (TypeError, ValueError) as e:
+        p.error(f"--loop: {e}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", choices=list(TASKS), default="walker_walk", help="DMC task")
@@ -291,10 +321,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--out", default="../frontier-runs", help="folder of the run directories (outside the checkout)"
     )
+    p.add_argument("--loop", action="append", default=[], metavar="NAME=VALUE",
+                   help="a LoopConfig option of the learned sides, set last (repeatable; VALUE as "
+                        "JSON, else text), e.g. watch_against_older_early=true; give such runs an --out "
+                        "of their own: a run resumes with the options it started with")  # fmt: skip
     p.add_argument("--table", action="store_true", help="only print the table of the results found")
     p.add_argument("--copy-to", default=None, metavar="DIR",
                    help="with --table: also copy the result files there (to commit them)")  # fmt: skip
     a = p.parse_args(argv)
+    a.loop_options = loop_options(a.loop, p)
     if a.table:
         table = summarize(Path(a.out), None if a.copy_to is None else Path(a.copy_to))
         print(markdown(table))

@@ -111,3 +111,16 @@ def test_seed_without_side_is_refused_rather_than_running_seed_0() -> None:
     """``--seed 1`` without ``--side`` once started the driver's seed 0 beside a running seed 0."""
     with pytest.raises(SystemExit):
         _frontier().main(["--task", "cheetah_run", "--seed", "1"])
+
+
+def test_loop_options_reach_the_learned_sides_and_bad_ones_are_refused(tmp_path: Path) -> None:
+    fr = _frontier()
+    p = fr.argparse.ArgumentParser()
+    opts = fr.loop_options(["watch_against_older_early=true", "archive_steps=20000"], p)
+    assert opts == {"watch_against_older_early": True, "archive_steps": 20_000}
+    cfg = fr.learned_config("walker_walk", "protocol", 1, tmp_path / "r", 500_000, 100, opts)
+    assert cfg.loop.watch_against_older_early is True and cfg.loop.archive_steps == 20_000
+    assert cfg.loop.labels_per_round == 10  # the protocol's schedule stays
+    for bad in ("no_such_option=1", "watch_restore", "archive_share=2"):
+        with pytest.raises(SystemExit):
+            fr.loop_options([bad], p)
