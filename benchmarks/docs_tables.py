@@ -400,6 +400,7 @@ ACRO30 = "Acrobot-v1-ppo-oracle-30l-100000s"
 RESTORE, OLDER = "-watch_restore=True", "-watch_against_older=True"  # restore: margin 2
 WATCH28, RESTORE36 = "watch-2026-11-28/", "-watch_restore=3.6"  # the restore's default margin
 EARLY, EARLY_ON = "watch-early/", "-watch_against_older_early=True"  # early newest-vs-older queries
+SWIM50 = "Swimmer-v5-sac-oracle-50l-15000s"
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -590,6 +591,10 @@ COMPARISONS: dict[str, Comparison] = {
                     ("Reacher-v5", REACH, 5),
                     ("Swimmer-v5", SWIM, 5),
                 )
+            ),
+            (
+                "Swimmer-v5, 50 labels, 15,000 steps (20 labels past the warm-up; the same)",
+                (None, None, None, None, EARLY + SWIM50, None, EARLY + SWIM50 + EARLY_ON),
             ),
         ),
     ),
