@@ -284,25 +284,20 @@ def markdown(table: dict[str, Any]) -> str:
 
 
 def loop_options(items: list[str], p: argparse.ArgumentParser) -> dict[str, Any]:
-    """``--loop NAME=VALUE`` items as LoopConfig fields (VALUE read as JSON, else text); an
-    unknown name or a value LoopConfig refuses is a one-line error."""
+    """``--loop NAME=VALUE`` items as LoopConfig fields (parsed as ``prefrl sweep`` parses its
+    options); another section's option, an unknown name or a value LoopConfig refuses is a
+    one-line error."""
+    from prefrl.run.sweep import parse_options
     from prefrl.training.config import LoopConfig
 
-    fields = {f.name for f in dataclasses.fields(LoopConfig)}
-    out: dict[str, Any] = {}
-    for item in items:
-        name, eq, text = item.partition("=")
-        if not eq or name not in fields:
-            p.error(f"--loop {item}: need NAME=VALUE with NAME a LoopConfig field")
-        try:
-            out[name] = json.loads(text)
-        except ValueError:
-            out[name] = text
     try:
-        LoopConfig(**out)
+        opts = parse_options(items, bare="loop")
+        if other := [k for k in opts if "." in k]:
+            raise ValueError(f"{other[0]!r}: only LoopConfig fields (bare names) are taken here")
+        LoopConfig(**opts)
     except (TypeError, ValueError) as e:
         p.error(f"--loop: {e}")
-    return out
+    return opts
 
 
 def main(argv: list[str] | None = None) -> int:
