@@ -138,21 +138,20 @@ class Clips:
         labelled: bool,
         ties: float | None,
         ends: bool = False,
-        cross: bool | None = None,
+        cross: bool = False,
     ) -> Query | None:
         """Cut clips from ``batch`` and pick ``n_queries`` pairs (by disagreement when ``active``;
         ``labelled``: labels exist, so clips keep their length; ``ties``: the tie share so far;
         ``ends``: at least the auto share of clips at episode ends, whatever the ties;
-        ``cross``: part of them newest against older clips, by default ``watch_against_older``).
+        ``cross``: part of them newest against older clips, as the loop decides per round).
         ``None`` when no pair of distinct clips can be made."""
         c = self.config
         if c.exploration_frac > 0 and self.side_env is not None:
             n_rand = max(self.length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)))
             batch = TrajectoryBatch.concat([batch, self.rollouts(n_rand, None)])
-        against = c.watch_against_older if cross is None else cross
-        older = self.archive.batch(self.length) if c.archive_share > 0 or against else None
+        older = self.archive.batch(self.length) if c.archive_share > 0 or cross else None
         n_old = older_share(n_queries, c.archive_share) if older is not None else 0
-        against = older is not None and against
+        against = older is not None and cross
         n_cross = older_share(n_queries - n_old, AGAINST_OLDER_SHARE) if against else 0
         n_queries -= n_old + n_cross  # the rest from the latest episodes
         n_cand = n_queries * (c.active_selection_oversampling if active else 1)
