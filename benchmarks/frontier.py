@@ -287,7 +287,7 @@ def loop_options(items: list[str], p: argparse.ArgumentParser) -> dict[str, Any]
     """``--loop NAME=VALUE`` items as LoopConfig fields (parsed as ``prefrl sweep`` parses its
     options); another section's option, an unknown name or a value LoopConfig refuses is a
     one-line error."""
-    from prefrl.run.sweep import parse_options
+    from prefrl.run.options import parse_options
     from prefrl.training.config import LoopConfig
 
     try:

@@ -34,17 +34,17 @@ from prefrl.agents.evaluate import DETERMINISTIC, evaluate_returns, evaluation_m
 from prefrl.agents.policy_io import load_agent
 from prefrl.agents.sb3 import ALGOS, check_env_id, make_env, make_vec_env, resolve_algo
 from prefrl.run.config import TrainConfig
+from prefrl.run.options import apply_options as apply_sweep_options
+from prefrl.run.options import parse_options
 from prefrl.run.sweep import (
     SET_BY_SWEEP,
     Cell,
     CellFiles,
     SweepConfig,
     grid,
-    parse_options,
     reference_env_kwargs,
     run_cells,
 )
-from prefrl.run.sweep import apply_options as apply_sweep_options
 from prefrl.run.sweep_report import normalized_score, worst_seed
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import PRESETS

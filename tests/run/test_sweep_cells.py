@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from prefrl.run.config import TrainConfig
-from prefrl.run.sweep import Cell, apply_options, cell_config, parse_options, reference_env_kwargs
+from prefrl.run.options import apply_options, parse_options
+from prefrl.run.sweep import Cell, cell_config, reference_env_kwargs
 
 
 def test_a_learned_cell_gets_the_grid_then_the_options(tmp_path: Path) -> None:

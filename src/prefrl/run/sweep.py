@@ -11,7 +11,6 @@ keeps its own, and reuses true-reward runs found elsewhere).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -20,18 +19,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Annotated, TypedDict, cast
 
 import tyro
 
 from prefrl.config_types import OptFile, OptInt
+from prefrl.run.options import Options, apply_options, parse_options
 from prefrl.storage.checkpoint import read_json, write_json
 
 if TYPE_CHECKING:  # imported where used: the driver starts without torch and SB3
     from prefrl.run.config import TrainConfig
 
-Options = Mapping[str, object]
-"""``{"section.option": value}``: options of prefrl train as ``--set`` gives them (JSON values)."""
 Result = dict[str, object]
 """What a cell leaves in its ``result.json`` (and hands to the driver)."""
 
@@ -69,7 +67,8 @@ class SweepConfig:
         list[str], tyro.conf.arg(metavar="SECTION.OPTION=VALUE ...", help_behavior_hint="(optional)")
     ] = field(default_factory=list)
     """Options of every learned run, as prefrl train takes them, e.g. trainer.noise_filter=true
-    agent.algo=td3 (JSON values)."""
+    agent.algo=td3: JSON values of the option's type (true/false or True/False, null or None), checked
+    before anything runs."""
     config: OptFile = None
     """JSON file with any of these options (the command line wins)."""
     address: Annotated[
@@ -135,52 +134,6 @@ SET_BY_SWEEP = (
     "loop.total_steps",
 )
 """Options each cell gets from the grid (--env, --labels, --seeds, --teacher, --steps)."""
-
-
-def parse_options(items: list[str], bare: str | None = None) -> dict[str, object]:
-    """``["section.option=value", ...]`` -> ``{"section.option": value}`` (JSON values), checked
-    against prefrl train's config so that a typo fails before anything runs. A name without a
-    section is a top-level option, or one of section ``bare`` when given."""
-    from prefrl.run.config import TrainConfig
-
-    cfg = TrainConfig()
-    out: dict[str, object] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        section, dot, opt = name.rpartition(".")
-        owner = section if dot else bare
-        target = cfg if owner is None else getattr(cfg, owner, None)
-        if not sep or target is None or not dataclasses.is_dataclass(target) or not hasattr(target, opt):
-            where = f" (a bare NAME is a {bare} option)" if bare else ""
-            raise ValueError(f"{item!r}: expected NAME=VALUE naming an option of prefrl train{where}")
-        try:
-            out[name] = json.loads(text)
-        except json.JSONDecodeError:
-            out[name] = text
-        if isinstance(out[name], dict | list) and isinstance(getattr(target, opt), str):
-            out[name] = text  # a JSON-text option (env.kwargs, agent.extra) keeps its text
-    return out
-
-
-def apply_options(cfg: TrainConfig, options: Options, bare: str | None = None) -> TrainConfig:
-    """``cfg`` with ``{"section.option": value}`` set (bare names: in section ``bare``), a new config
-    (``cfg`` is frozen): each section is replaced once with all its options, then the config,
-    so a section's checks see the options together."""
-    # values checked by name only: each section's __post_init__ and the run check them
-    top: dict[str, Any] = {}
-    sections: dict[str, dict[str, Any]] = {}
-    for name, value in options.items():
-        section, dot, opt = name.rpartition(".")
-        owner = section if dot else bare
-        target = cfg if owner is None else getattr(cfg, owner)
-        if isinstance(value, list) and isinstance(getattr(target, opt), tuple):
-            value = tuple(value)
-        if owner is None:
-            top[opt] = value
-        else:
-            sections.setdefault(owner, {})[opt] = value
-    replaced = {owner: dataclasses.replace(getattr(cfg, owner), **kw) for owner, kw in sections.items()}
-    return dataclasses.replace(cfg, **top, **replaced)
 
 
 def grid(sc: SweepConfig, options: Options) -> tuple[list[Cell], list[Cell]]:
