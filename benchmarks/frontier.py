@@ -30,7 +30,6 @@ import argparse
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -171,32 +170,20 @@ def run_one(a: argparse.Namespace) -> int:
 def run_all(a: argparse.Namespace) -> int:
     """Every (side, seed) of ``--task`` not finished yet, ``--jobs`` at a time, each in its own
     process (one torch/JAX thread each), unfinished ones resuming from their checkpoints."""
+    from prefrl.run.jobs import run_jobs
+
     root = Path(a.out) / a.task
-    root.mkdir(parents=True, exist_ok=True)
-    todo = [(side, seed) for seed in range(a.first_seed, a.first_seed + a.seeds) for side in a.sides
-            if not (root / f"{side}-seed{seed}.json").exists()]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
-    running: list[tuple[subprocess.Popen[bytes], str]] = []
-    failed = []
-    while todo or running:
-        while todo and len(running) < a.jobs:
-            side, seed = todo.pop(0)
-            name = f"{side}-seed{seed}"
+    jobs = []
+    for seed in range(a.first_seed, a.first_seed + a.seeds):
+        for side in a.sides:
+            if (root / f"{side}-seed{seed}.json").exists():
+                continue
             cmd = [sys.executable, __file__, "--task", a.task, "--side", side, "--seed", str(seed),
                    "--out", a.out, "--labels", str(a.labels)]  # fmt: skip
             cmd += ["--steps", str(a.steps)] if a.steps else []
-            cmd += [f"--loop={item}" for item in a.loop]
-            with open(root / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
-                running.append((subprocess.Popen(cmd, stdout=log, stderr=log, env=env), name))
-            print(f"{a.task} {name}: started (log {root / (name + '.log')})", file=sys.stderr, flush=True)
-        time.sleep(5)
-        for proc, name in list(running):
-            if proc.poll() is not None:
-                running.remove((proc, name))
-                print(f"{a.task} {name}: {'done' if proc.returncode == 0 else 'FAILED'}", file=sys.stderr)
-                if proc.returncode:
-                    failed.append(name)
-    return 1 if failed else 0
+            jobs.append((f"{side}-seed{seed}", cmd + [f"--loop={item}" for item in a.loop]))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
+    return 1 if run_jobs(jobs, root, a.jobs, env, label=a.task) else 0
 
 
 def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
