@@ -175,10 +175,25 @@ def at_defaults(res: Results) -> dict[str, list[dict[str, Any]]]:
         key = (r["env"], r["labels"], r["steps"])
         if key not in out or len(r["scores"]) > len(out[key]["scores"]):
             out[key] = r
+    for name in todays_runs():  # newer than those: measured at the run watch's defaults
+        if (res.root / name / "result.json").is_file():  # (a missing one fails its own table)
+            r = res.folder(name)
+            out[(r["env"], r["labels"], r["steps"])] = r
     by_env: dict[str, list[dict[str, Any]]] = {}
     for (env, _, _), r in sorted(out.items()):
         by_env.setdefault(env, []).append(r)
     return by_env
+
+
+def todays_runs() -> list[str]:
+    """Result folders that ran at today's defaults but that :func:`at_defaults` cannot tell by
+    their options: the run watch's column "(today's default)" (series folders whose options name
+    today's default values, ``watch_restore=3.6``; runs of their rows from before the watch's
+    defaults changed are in the older columns). They replace the older runs of the same
+    environment, budget and steps."""
+    table = COMPARISONS["run-watch-actions"]
+    (col,) = [i for i, h in enumerate(table.head[1:]) if h.endswith("(today's default)")]
+    return [cells[col] for _, cells in table.rows if isinstance(cells[col], str)]
 
 
 def smallest_reaching(results: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -181,6 +181,27 @@ def test_at_a_glance_reads_todays_defaults_from_what_the_runs_resolved(tmp_path:
     assert "| not measured | – |" in row and "| 10: **0.95**" in row, row
 
 
+def test_runs_at_todays_watch_defaults_replace_the_older_runs_of_their_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row measured again since the run watch's defaults changed (a series folder whose options
+    name today's default values, listed by the run watch's table) is what the summary shows."""
+    _result(tmp_path, "old-50", 50, [0.2, 1.0, 1.1], "linear", method="baseline")
+    assert "| not measured |" in dt.at_a_glance(dt.Results(tmp_path)).splitlines()[2]
+    _result(tmp_path / "series", "restore", 50, [0.8, 0.9, 1.0, 1.0, 1.2], "linear", method="baseline",
+            loop_options={"watch_restore": 3.6})  # fmt: skip
+    monkeypatch.setattr(dt, "todays_runs", lambda: ["series/restore", "series/not-run-yet"])
+    row = dt.at_a_glance(dt.Results(tmp_path)).splitlines()[2]
+    shown = "| Toy-v0 | SAC | **50** | **1.00**, worst 0.80 (0.80, 0.90, 1.00, 1.00, 1.20) |"
+    assert row.startswith(shown), row
+
+
+def test_the_todays_default_column_of_the_run_watch_table_is_found() -> None:
+    runs = dt.todays_runs()
+    assert len(runs) >= 5, runs
+    assert all("watch_restore=3.6" in r or r.startswith("watch-early/") for r in runs), runs
+
+
 def test_every_median_of_seeds_names_its_worst_seed(tmp_path: Path) -> None:
     """The worst seed beside the median: computed from ``scores`` in a result combined before it
     was recorded, read where ``combine()`` recorded it; one seed says so instead."""
