@@ -175,3 +175,16 @@ def test_first_seed_shifts_the_grids_seeds(tmp_path: Path) -> None:
         main(["sweep", "--env", "Pendulum-v1", "--labels", "3", "--out", str(out), "--first-seed", "-1"]) == 2
     )
     assert not out.exists()
+
+
+def test_the_grid_resolves_each_agent_for_the_environment_its_options_make(tmp_path: Path) -> None:
+    """``env.kwargs`` can change the action space (LunarLander's ``continuous``): the agent auto
+    picks for a cell is the one for the environment the cell trains on."""
+    from prefrl.run.options import parse_options
+    from prefrl.run.sweep import SweepConfig, grid
+
+    sc = SweepConfig(env=["LunarLander-v3"], labels=[3], seeds=1, out=str(tmp_path))
+    assert {c.agent for c in grid(sc, {})[1]} == {"ppo"}  # Discrete(4)
+    continuous = parse_options(['env.kwargs={"continuous": true}'])
+    learned, oracle = grid(sc, continuous)
+    assert {c.agent for c in learned + oracle} == {"sac"}  # Box(2,)

@@ -137,7 +137,8 @@ SET_BY_SWEEP = (
 
 
 def grid(sc: SweepConfig, options: Options) -> tuple[list[Cell], list[Cell]]:
-    """(learned cells, reference cells) of the sweep, agents resolved per environment."""
+    """(learned cells, reference cells) of the sweep, agents resolved per environment (made with
+    the sweep's ``env.*`` options, which can change its action space: ``continuous``)."""
     from prefrl.agents.sb3 import check_env_id, make_env, resolve_algo
     from prefrl.run.config import TrainConfig
 
@@ -146,7 +147,7 @@ def grid(sc: SweepConfig, options: Options) -> tuple[list[Cell], list[Cell]]:
     learned, oracle = [], []
     for env_id in sc.env:
         check_env_id(env_id)
-        probe = make_env(env_id)
+        probe = make_env(env_id, reference_env_kwargs(options))
         agent = resolve_algo(str(options.get("agent.algo", default.agent.algo)), probe.action_space)
         probe.close()
         for seed in range(sc.first_seed, sc.first_seed + sc.seeds):
