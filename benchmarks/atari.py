@@ -1,8 +1,9 @@
-"""Atari from preferences, as the original work showed it: Pong and Enduro, oracle labels, beside
-the same agent on the game's own reward.
+"""Pixel games from preferences: Atari as the original work showed it (Pong, Enduro) and Procgen's
+CoinRun, oracle labels, beside the same agent on the game's own reward.
 
     python benchmarks/atari.py --task pong --seeds 3 --jobs 2 --out ../atari-runs
     python benchmarks/atari.py --table --out ../atari-runs --copy-to benchmarks/results/atari
+    python benchmarks/atari.py --task coinrun --seeds 3 --jobs 2 --out ../atari-runs
 
 Two runs per game and seed, each the same agent: SB3 PPO with RL Baselines3 Zoo's Atari
 hyperparameters (8 environments x 128 steps, 4 epochs of minibatches of 256, learning rate
@@ -10,17 +11,25 @@ hyperparameters (8 environments x 128 steps, 4 epochs of minibatches of 256, lea
 hidden layers after it), on ``ALE/<Game>-v5`` with the usual preprocessing (frame skip 4,
 84x84 grayscale, 4 frames stacked; sticky actions as v5 has them) and the score strip hidden:
 
-* ``learned``: ``prefrl train`` with an oracle teacher, :data:`LABELS` labels, 25-step clips
-  (1.7 s of play, as in the original work), a reward update every :data:`EVAL_INTERVAL` steps
-  capped at :data:`FIT_STEPS` optimiser steps, the ensemble on one shared convolution trunk
-  (``--reward.cnn-shared-trunk``: 3.5x less compute per clip), everything else prefrl's defaults.
+* ``learned``: ``prefrl train`` with an oracle teacher, the game's label budget (Atari 1,400,
+  CoinRun 1,000), 25-step clips (1.7 s of Atari play, as in the original work), a reward update
+  every :data:`EVAL_INTERVAL` steps capped at :data:`FIT_STEPS` optimiser steps, the ensemble on
+  one shared convolution trunk (``--reward.cnn-shared-trunk``: 3.5x less compute per clip),
+  everything else prefrl's defaults.
 * ``true``: the same agent on the game's reward.
+
+CoinRun (``procgen/coinrun``, easy, 200 levels; the Procgen extra) runs the same agent on its
+64x64 colour frames (one per step), and its reward reads them through the flat CNN
+(``--reward.cnn-features flat``, as ``benchmarks/coinrun.py`` fits it: the keypoint features
+``auto`` picks for frames this small fit about 35x slower). Its game score is 10 x the coin rate,
+and its figure is the learned side's coin rate over the true side's at the same steps (issue
+45's), where Atari's is the normalised score below.
 
 Every run evaluates its policy on the game's score every :data:`EVAL_INTERVAL` steps over
 :data:`EVAL_EPISODES` episodes (actions sampled, as the Zoo evaluates Atari). A result gives
 the mean of the last :data:`LAST_N` evaluations and the normalised score of the learned side,
-``(learned - random) / (true - random)`` at the same steps. Runs are resumable: the same
-command after a kill continues each run from its last checkpoint; a finished run (its
+``(learned - random) / (true - random)`` at the same steps (CoinRun: ``learned / true``). Runs
+are resumable: the same command after a kill continues each run from its last checkpoint; a finished run (its
 ``<side>-seed<k>.json``) is skipped. Keep ``--out`` outside the checkout; ``--table`` prints the
 table (Markdown, then JSON), copies the result and progress files to ``--copy-to`` and draws
 each game's learning curves (``<game>.png``: score against frames, learned and true side).
@@ -39,18 +48,26 @@ from typing import Any
 
 import numpy as np
 
+ATARI: dict[str, Any] = {"steps": 1_000_000, "labels": 1_400, "env_kwargs": {"hide_score": True},
+                         "frames_per_step": 4, "figure": "normalized", "reward": {}}  # fmt: skip
 TASKS: dict[str, dict[str, Any]] = {
-    "pong": {"env": "ALE/Pong-v5", "steps": 1_000_000},
-    "enduro": {"env": "ALE/Enduro-v5", "steps": 1_000_000},
-}
+    "pong": {**ATARI, "env": "ALE/Pong-v5"},
+    "enduro": {**ATARI, "env": "ALE/Enduro-v5"},
+    "coinrun": {"env": "procgen/coinrun", "steps": 1_000_000, "labels": 1_000,
+                "env_kwargs": {"num_levels": 200, "start_level": 0, "distribution_mode": "easy"},
+                "frames_per_step": 1, "figure": "ratio", "reward": {"cnn_features": "flat"}},
+}  # fmt: skip
+"""Per game: the environment, its ``env_kwargs`` (``hide_score``: Atari's score strip blanked),
+the default steps and labels, frames per agent step (the curves' axis), the figure (``normalized``:
+``(learned - random) / (true - random)``; ``ratio``: ``learned / true``, CoinRun's coin rate) and
+options of the learned side's reward network."""
 SIDES = ("learned", "true")
-LABELS = 1_400
+LABELS = ATARI["labels"]
 FRAGMENT_LENGTH = 25
 EVAL_INTERVAL = 50_000
 EVAL_EPISODES = 5
 LAST_N = 3
 """The figure of a run: mean score of its last ``LAST_N`` evaluations (the last 150k steps)."""
-ENV_KWARGS: dict[str, Any] = {"hide_score": True}
 RANDOM_EPISODES = 10
 FIT_STEPS = 40
 """Optimiser steps per reward update (``--trainer.max-steps``; 5x in the first): 50 epochs over
@@ -84,6 +101,11 @@ def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> 
     from prefrl.run.config import TrainConfig
     from prefrl.training.config import LoopConfig
 
+    t = TASKS[task]
+    kwargs = {k: v for k, v in t["env_kwargs"].items() if k != "hide_score"}
+    env = EnvConfig(
+        id=t["env"], kwargs=json.dumps(kwargs), hide_score=bool(t["env_kwargs"].get("hide_score"))
+    )
     return TrainConfig(
         seed=seed,
         run_dir=str(run),
@@ -93,7 +115,7 @@ def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> 
         eval_interval=EVAL_INTERVAL,
         agent=agent_config(),
         page=False,
-        env=EnvConfig(id=TASKS[task]["env"], hide_score=True),
+        env=env,
         loop=LoopConfig(
             total_steps=steps,
             total_labels=labels,
@@ -101,7 +123,7 @@ def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> 
             iterations=max(1, steps // EVAL_INTERVAL),
         ),
         trainer=RewardTrainerConfig(max_steps=FIT_STEPS),
-        reward=RewardNetConfig(cnn_shared_trunk=True),
+        reward=RewardNetConfig(cnn_shared_trunk=True, **t["reward"]),
     )
 
 
@@ -132,10 +154,10 @@ def run_true(task: str, seed: int, run: Path, steps: int) -> dict[str, Any]:
     from prefrl.agents.sb3 import make_agent, make_vec_env
     from prefrl.storage.checkpoint import write_json
 
-    env_id, cfg = TASKS[task]["env"], agent_config()
+    env_id, env_kwargs, cfg = TASKS[task]["env"], TASKS[task]["env_kwargs"], agent_config()
     run.mkdir(parents=True, exist_ok=True)
     state_path = run / "state.json"
-    venv = make_vec_env(env_id, cfg.n_envs, ENV_KWARGS, seed=seed)
+    venv = make_vec_env(env_id, cfg.n_envs, env_kwargs, seed=seed)
     state: dict[str, Any] = {"steps": 0, "evaluations": [], "wall_s": 0.0}
     if state_path.exists():
         state = json.loads(state_path.read_text())
@@ -150,7 +172,7 @@ def run_true(task: str, seed: int, run: Path, steps: int) -> dict[str, Any]:
         k = len(state["evaluations"])
         t_train = time.perf_counter()
         ret = float(
-            evaluate_returns(env_id, agent, EVAL_EPISODES, seed=10_000 + k, env_kwargs=ENV_KWARGS).mean()
+            evaluate_returns(env_id, agent, EVAL_EPISODES, seed=10_000 + k, env_kwargs=env_kwargs).mean()
         )
         state["eval_wall_s"] = state.get("eval_wall_s", 0.0) + time.perf_counter() - t_train
         state["evaluations"].append([state["steps"], ret])
@@ -175,7 +197,8 @@ def random_score(task: str, out: Path) -> float:
     path = out / task / "random.json"
     if path.exists():
         return float(json.loads(path.read_text())["random_return"])
-    ret = float(evaluate_returns(TASKS[task]["env"], None, RANDOM_EPISODES, env_kwargs=ENV_KWARGS).mean())
+    t = TASKS[task]
+    ret = float(evaluate_returns(t["env"], None, RANDOM_EPISODES, env_kwargs=t["env_kwargs"]).mean())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"task": task, "episodes": RANDOM_EPISODES, "random_return": ret}) + "\n")
     return ret
@@ -294,9 +317,12 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                 continue
             at = {int(s): v for s, v in t["evaluations"]}
             same = [[s, v] for s, v in r["evaluations"] if int(s) in at]
-            if len(same) >= LAST_N and at[int(same[-1][0])] != rand:
+            if len(same) >= LAST_N:
                 true_same = last_n([[s, at[int(s)]] for s, _ in same])
-                norm[seed] = (last_n(same) - rand) / (true_same - rand)
+                if TASKS[task]["figure"] == "ratio" and true_same != 0:  # CoinRun: of the true coin rate
+                    norm[seed] = last_n(same) / true_same
+                elif TASKS[task]["figure"] == "normalized" and true_same != rand:
+                    norm[seed] = (last_n(same) - rand) / (true_same - rand)
         table[task] = {
             "env": TASKS[task]["env"],
             "random_return": rand,
@@ -332,12 +358,13 @@ def plot(task: str, t: dict[str, Any], path: Path) -> None:
         for i, (_seed, r) in enumerate(sorted(t["sides"][side].items())):
             ev = np.asarray(r["evaluations"], dtype=float)
             label = f"{'learned reward' if side == 'learned' else 'true reward'}" if i == 0 else None
-            ax.plot(ev[:, 0] * 4 / 1e6, ev[:, 1], color=colour, alpha=0.8, label=label, lw=1.2)
+            frames = ev[:, 0] * TASKS[task]["frames_per_step"] / 1e6
+            ax.plot(frames, ev[:, 1], color=colour, alpha=0.8, label=label, lw=1.2)
     if t["random_return"] is not None:
         ax.axhline(t["random_return"], color="grey", ls=":", label="random")
     ax.set_xlabel("frames (millions)")
     ax.set_ylabel("game score")
-    ax.set_title(f"{t['env']}: PPO, {LABELS} oracle labels vs true reward")
+    ax.set_title(f"{t['env']}: PPO, {TASKS[task]['labels']:,} oracle labels vs true reward")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -346,7 +373,7 @@ def plot(task: str, t: dict[str, Any], path: Path) -> None:
 
 def markdown(table: dict[str, Any]) -> str:
     """One row per game: per side the seeds' scores (running ones with their steps), and the
-    median normalised score with the worst seed's."""
+    median normalised score (CoinRun: learned over true) with the worst seed's."""
 
     def cell(runs: dict[int, dict[str, Any]]) -> str:
         if not runs:
@@ -360,7 +387,8 @@ def markdown(table: dict[str, Any]) -> str:
     def worst(norm: dict[int, float]) -> str:  # a median hides a failed seed: name the worst
         return f"worst {min(norm.values()):.2f}, {len(norm)} seeds" if len(norm) > 1 else "1 seed"
 
-    head = ["game", "labels / steps", "random", "learned reward (seeds)", "true reward (seeds)", "normalised"]
+    head = ["game", "labels / steps", "random", "learned reward (seeds)", "true reward (seeds)",
+            "normalised (CoinRun: learned / true)"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for task, t in table.items():
         norm = t["median_normalized"]
@@ -370,7 +398,7 @@ def markdown(table: dict[str, Any]) -> str:
             + " | ".join(
                 [
                     t["env"],
-                    f"{LABELS} / {TASKS[task]['steps'] // 1000}k",
+                    f"{TASKS[task]['labels']} / {TASKS[task]['steps'] // 1000}k",
                     rand,
                     cell(t["sides"]["learned"]),
                     cell(t["sides"]["true"]),
@@ -384,7 +412,7 @@ def markdown(table: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", choices=list(TASKS), default="pong", help="Atari game")
+    p.add_argument("--task", choices=list(TASKS), default="pong", help="game (coinrun: the Procgen extra)")
     p.add_argument("--seeds", type=int, default=3, help="seeds first_seed .. first_seed+seeds-1")
     p.add_argument("--first-seed", type=int, default=0, help="the first seed")
     p.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES), help="which runs of each seed")
@@ -393,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--steps", type=int, default=None, help="agent steps (default: the game's, 1M = 4M frames)"
     )
-    p.add_argument("--labels", type=int, default=LABELS, help="label budget of the learned runs")
+    p.add_argument("--labels", type=int, default=None,
+                   help="label budget of the learned runs (default: the game's, Atari 1,400, "
+                        "CoinRun 1,000)")  # fmt: skip
     p.add_argument("--eval-interval", type=int, default=50_000, help="agent steps between evaluations")
     p.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1)), help="runs at a time")
     p.add_argument(
@@ -407,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         help="with --table: also copy result and progress files and draw the curves there",
     )
     a = p.parse_args(argv)
+    a.labels = a.labels or TASKS[a.task]["labels"]
     globals()["EVAL_INTERVAL"] = a.eval_interval  # the runs of this process (and its children) use it
     if a.table:
         table = summarize(Path(a.out), None if a.copy_to is None else Path(a.copy_to))

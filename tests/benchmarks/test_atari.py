@@ -6,6 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -64,3 +65,44 @@ def test_table_normalises_at_the_same_steps_and_draws_the_curves(tmp_path: Path)
     md = at.markdown(table)
     assert "ALE/Pong-v5" in md and "running, 150k" in md, md
     assert f"| {t['normalized'][0]:.2f} (1 seed) |" in md, md  # the worst seed is named from 2 seeds on
+
+
+def test_coinrun_runs_the_same_agent_on_its_levels_and_reads_frames_with_the_flat_cnn(tmp_path: Path) -> None:
+    at = _atari()
+    cfg = at.learned_config("coinrun", 1, tmp_path / "r", 1_000_000, 1_000)
+    assert cfg.env.id == "procgen/coinrun" and not cfg.env.hide_score
+    assert cfg.env.parsed_kwargs() == {"num_levels": 200, "start_level": 0, "distribution_mode": "easy"}
+    assert cfg.agent == at.agent_config() and cfg.loop.total_labels == 1_000
+    assert cfg.reward.cnn_features == "flat" and cfg.reward.cnn_shared_trunk
+
+
+def test_coinrun_is_scored_as_a_share_of_the_true_sides_coin_rate(tmp_path: Path) -> None:
+    at = _atari()
+    root = tmp_path / "runs" / "coinrun"
+    root.mkdir(parents=True)
+    (root / "random.json").write_text(json.dumps({"random_return": 2.0}))
+    steps = [50_000 * (i + 1) for i in range(3)]
+    runs = [([4.0, 6.0, 8.0], [5.0, 8.0, 8.0]), ([1.0, 2.0, 3.0], [8.0, 8.0, 8.0])]  # (learned, true)
+    for seed, (learned, true) in enumerate(runs):
+        _write(root, f"learned-seed{seed}", [[s, v] for s, v in zip(steps, learned)], finished=True)
+        _write(root, f"true-seed{seed}", [[s, v] for s, v in zip(steps, true)], finished=True)
+    t = at.summarize(tmp_path / "runs", tmp_path / "copies")["coinrun"]
+    assert t["normalized"] == {0: pytest.approx(6.0 / 7.0), 1: pytest.approx(2.0 / 8.0)}
+    md = at.markdown({"coinrun": t})
+    assert "| procgen/coinrun | 1000 / 1000k | 2.0 |" in md and "(worst 0.25, 2 seeds)" in md, md
+    assert (tmp_path / "copies" / "coinrun" / "coinrun.png").stat().st_size > 1000
+
+
+def test_the_label_budget_defaults_to_the_games(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _atari()
+    seen: list[int] = []
+
+    def record(a: Any) -> int:
+        seen.append(a.labels)
+        return 0
+
+    monkeypatch.setattr(at, "run_all", record)
+    for task, labels in (("coinrun", 1_000), ("pong", 1_400)):
+        assert at.main(["--task", task, "--out", str(tmp_path)]) == 0
+        assert seen[-1] == labels
+    assert at.main(["--task", "coinrun", "--labels", "300", "--out", str(tmp_path)]) == 0 and seen[-1] == 300
