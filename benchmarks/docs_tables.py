@@ -632,6 +632,11 @@ COMPARISONS: dict[str, Comparison] = {
 
 
 # ------------------------------------------------------------------------------ pixels
+def dmc_options(res: Results) -> str:
+    """DeepMind Control runs with ``--loop`` options beside the same seeds without them."""
+    return str(_load("frontier").options_table(res.root / "frontier", res.root / "frontier-options"))
+
+
 def atari(res: Results) -> str:
     """Atari from preferences beside the same agent on the game's reward (``atari.py``)."""
     at = _load("atari")
@@ -825,6 +830,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "overhead": overhead,
     "backends": backends,
     "atari": atari,
+    "dmc-options": dmc_options,
     "image-reward": image_reward,
     "coinrun": coinrun,
     "run-watch": run_watch,

@@ -270,6 +270,31 @@ def markdown(table: dict[str, Any]) -> str:
     )
 
 
+def options_table(defaults: Path, options: Path) -> str:
+    """Learned runs with ``--loop`` options beside the same seeds without them: one row per task,
+    side and option set found under ``options`` (``<options>/<task>/<side>-seed<k>.json``, the
+    options as the result files name them), each seed's mean of the last 10 evaluations, then
+    the same seeds' under ``defaults`` (the committed runs of the table above)."""
+    rows: dict[tuple[str, str, str], list[tuple[int, float, str]]] = {}
+    for found in sorted(options.glob("*/*/*-seed*.json")):
+        if found.name.endswith(".progress.json"):
+            continue
+        r = json.loads(found.read_text())
+        base = defaults / r["task"] / f"{r['side']}-seed{r['seed']}.json"
+        without = f"{json.loads(base.read_text())['last10_mean']:.0f}" if base.exists() else "not run"
+        opts = " ".join(f"`--loop {k}={json.dumps(v)}`" for k, v in sorted(r.get("loop_options", {}).items()))
+        key = (r["task"], r["side"], opts or "–")
+        rows.setdefault(key, []).append((r["seed"], r["last10_mean"], without))
+    head = ["DMC task", "side", "options", "with the options (per seed)", "without (the same seeds)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (task, side, opts), seeds in rows.items():
+        seeds.sort()
+        with_ = ", ".join(f"seed {k}: {v:.0f}" for k, v, _ in seeds)
+        without = ", ".join(f"seed {k}: {w}" for k, _, w in seeds)
+        lines.append(f"| {task} | {side} | {opts} | {with_} | {without} |")
+    return "\n".join(lines)
+
+
 def loop_options(items: list[str], p: argparse.ArgumentParser) -> dict[str, Any]:
     """``--loop NAME=VALUE`` items as LoopConfig fields (parsed as ``prefrl sweep`` parses its
     options); another section's option, an unknown name or a value LoopConfig refuses is a

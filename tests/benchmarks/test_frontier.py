@@ -124,3 +124,23 @@ def test_loop_options_reach_the_learned_sides_and_bad_ones_are_refused(tmp_path:
     for bad in ("no_such_option=1", "watch_restore", "archive_share=2"):
         with pytest.raises(SystemExit):
             fr.loop_options([bad], p)
+
+
+def test_runs_with_loop_options_are_set_beside_the_same_seeds_without_them(tmp_path: Path) -> None:
+    fr = _frontier()
+
+    def result(path: Path, seed: int, last10: float, options: dict[str, object] | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        res = {"task": "walker_walk", "side": "protocol", "seed": seed, "last10_mean": last10}
+        path.write_text(json.dumps({**res, **({"loop_options": options} if options else {})}))
+
+    defaults, options = tmp_path / "frontier", tmp_path / "frontier-options"
+    result(defaults / "walker_walk" / "protocol-seed1.json", 1, 617.2)
+    early = options / "watch_against_older_early=True" / "walker_walk"
+    for seed, last10 in ((2, 950.0), (1, 844.8)):
+        result(early / f"protocol-seed{seed}.json", seed, last10, {"watch_against_older_early": True})
+    (early / "protocol-seed3.progress.json").write_text("{}")  # a running run is not a row
+    table = fr.options_table(defaults, options).splitlines()
+    assert len(table) == 3, table
+    assert table[2] == ("| walker_walk | protocol | `--loop watch_against_older_early=true` "
+                        "| seed 1: 845, seed 2: 950 | seed 1: 617, seed 2: not run |")  # fmt: skip
