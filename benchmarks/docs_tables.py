@@ -670,22 +670,29 @@ def image_reward(res: Results) -> str:
 
 
 def coinrun(res: Results) -> str:
-    """A CoinRun reward from preferences beside its supervised twin (``coinrun.py``): ranking of
-    clips that reach the coin, saliency on the coin and the reward kept with the coin painted out."""
-    r = json.loads((res.root / "coinrun" / "coinrun.json").read_text())
-    trained = {"preference": f"{r['labels']:,} oracle labels",
-               "supervised": f"true reward of {r['train']['steps']:,} steps"}  # fmt: skip
+    """CoinRun rewards from preferences beside their supervised twins (``coinrun.py``, one result
+    file each under ``coinrun/``, ``coinrun.json`` first): ranking of clips that reach the coin,
+    saliency on the coin and the reward kept with the coin painted out."""
+    files = sorted(
+        (res.root / "coinrun").glob("coinrun*.json"), key=lambda p: (p.name != "coinrun.json", p.name)
+    )
     rows = []
-    for name, v in r["rewards"].items():
-        for where in ("held_out", "unseen_levels"):
-            m = v[where]
-            sal = m["saliency_on_coin"]
-            rows.append([
-                name, trained.get(name, ""), where.replace("_", " "), f"{m['coin_accuracy']:.3f}",
-                f"{m['coin_vs_death']:.3f}", f"{sal['gradient']:.3f}", f"{sal['integrated_gradients']:.3f}",
-                f"{m['saliency_chance']:.3f}", f"{m['without_coin']:.2f}", f"{v['fit_s']:.0f}",
-            ])  # fmt: skip
-    head = ["reward", "trained on", "clips of", "coin clips ranked first", "vs deaths",
+    for path in files:
+        r = json.loads(path.read_text())
+        features = {"flat": "flat", "spatial": "keypoints"}[r["args"]["features"]]
+        trained = {"preference": f"{r['labels']:,} oracle labels, {r['args']['steps']:,} steps",
+                   "supervised": f"true reward of {r['train']['steps']:,} steps"}  # fmt: skip
+        for name, v in r["rewards"].items():
+            for where in ("held_out", "unseen_levels"):
+                m = v[where]
+                sal = m["saliency_on_coin"]
+                rows.append([
+                    name, features, trained.get(name, ""), where.replace("_", " "),
+                    f"{m['coin_accuracy']:.3f}", f"{m['coin_vs_death']:.3f}", f"{sal['gradient']:.3f}",
+                    f"{sal['integrated_gradients']:.3f}", f"{m['saliency_chance']:.3f}",
+                    f"{m['without_coin']:.2f}", f"{v['fit_s']:.0f}",
+                ])  # fmt: skip
+    head = ["reward", "CNN features", "trained on", "clips of", "coin clips ranked first", "vs deaths",
             "saliency on coin: gradient", "integrated gradients", "flat map", "reward kept without coin",
             "fit s"]  # fmt: skip
     return markdown_table(head, rows)
