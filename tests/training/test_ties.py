@@ -10,13 +10,16 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file, save_file
 
+from prefrl.data.fragments import Fragments
 from prefrl.rewards import MLPReward, load_reward_net, save_reward_net
 from prefrl.run.report import RunReport
 from prefrl.run.train import format_report
 from prefrl.storage.checkpoint import dumps, write_json
-from prefrl.teachers import SyntheticTeacher
+from prefrl.teachers import Answers, SyntheticTeacher
 from prefrl.teachers.synthetic import TeacherConfig
+from prefrl.training.budget import query_allocation
 from prefrl.training.config import LoopConfig, decided_labels, tie_fraction
+from prefrl.training.labels import Labels
 from tests.training.test_loop import build
 
 
@@ -48,7 +51,8 @@ def test_json_files_are_strict(tmp_path) -> None:
 
 def test_a_run_of_ties_warns_while_running_and_in_its_report(tmp_path, capsys) -> None:
     teacher = SyntheticTeacher(TeacherConfig(equal=2.0))  # every pair counts as equal
-    cfg = LoopConfig(total_steps=600, total_labels=12, iterations=2, initial_steps=200, fragment_length=20)
+    cfg = LoopConfig(total_steps=600, total_labels=12, iterations=2, initial_steps=200, fragment_length=20,
+                     tie_probe=0)  # fmt: skip
     loop = build(cfg, teacher=teacher, tmp=tmp_path)
     loop.run()
     err = capsys.readouterr().err
@@ -92,3 +96,88 @@ def test_reward_files_from_before_absorbing_states_still_load(tmp_path) -> None:
     np.testing.assert_allclose(
         old.predict(o, np.zeros(3, np.int64), o)[0], net.predict(o, np.zeros(3, np.int64), o)[0]
     )
+
+
+class Person:
+    """A teacher that answers at once and is not simulated (as a person at a console would be):
+    every pair it is shown is a tie to it; it keeps how many it was shown."""
+
+    def __init__(self) -> None:
+        self.shown = 0
+
+    def label(self, fragments: Fragments, pairs: np.ndarray) -> np.ndarray:
+        self.shown += len(pairs)
+        return np.full(len(pairs), 0.5, np.float32)
+
+
+class LaterTies:
+    """A teacher that answers later (as the web app does), every answer a tie."""
+
+    def __init__(self) -> None:
+        self.asked: list[Answers] = []
+
+    def submit(self, fragments: Fragments, pairs: np.ndarray) -> object:
+        keys = np.arange(len(pairs)) + sum(len(a.pairs) for a in self.asked)
+        self.asked.append(Answers(fragments, pairs, np.full(len(pairs), 0.5, np.float32), keys))
+        return None
+
+    def poll(self, all: bool = False) -> list[Answers]:
+        return list(self.asked)
+
+    def pending(self) -> int:
+        return 0
+
+    def resume(self) -> int:
+        return sum(len(a.pairs) for a in self.asked)
+
+
+def _fragments(rews: np.ndarray) -> Fragments:
+    """``len(rews) // 4`` clips of 3 steps over a table of ``rews`` ``[S]``."""
+    n, zeros = len(rews) // 4, np.zeros((len(rews), 1), np.float32)
+    return Fragments(table_obs=zeros, table_acts=zeros, table_rews=rews.astype(np.float32),
+                     table_dones=np.zeros(len(rews), bool), rows=np.arange(n) * 4, length=3,
+                     episode=np.zeros(n, np.int64), start=np.arange(n) * 4)  # fmt: skip
+
+
+def test_while_every_answer_is_a_tie_a_round_asks_a_few_and_keeps_the_rest(tmp_path) -> None:
+    """A sparse reward no clip reaches yet: 5 queries per iteration instead of the round's share,
+    the rest never asked and named as deferred (later iterations' budget)."""
+    teacher = SyntheticTeacher(TeacherConfig(equal=2.0))  # every pair counts as equal
+    cfg = LoopConfig(total_steps=600, total_labels=20, iterations=2, initial_steps=200, fragment_length=20)
+    share = query_allocation(cfg).tolist()
+    assert share == [6, 14]
+    loop = build(cfg, teacher=teacher, tmp=tmp_path)
+    loop.run()
+    h = loop.state.history
+    assert [r["labels/asked"] for r in h] == [5.0, 5.0] and [r["labels/deferred"] for r in h] == [1.0, 10.0]
+    assert loop.state.queries_asked == 10 == len(loop.dataset)
+    person = Person()  # not simulated: shown the first 5 only, not asked the rest at all
+    loop = build(cfg, teacher=person)
+    loop.run()
+    assert person.shown == 10 and loop.state.queries_asked == 10
+
+
+@pytest.mark.parametrize("teacher", ["oracle", "noisy", "mistake"])
+def test_answers_that_prefer_clips_are_those_asked_without_the_probe(teacher: str) -> None:
+    """Where a probe's answers prefer a clip, every pair is asked and answered as without the
+    probe, to the same random draws of a simulated teacher."""
+    fr = _fragments(np.arange(64.0) % 7)
+    pairs = np.random.default_rng(0).integers(0, len(fr), size=(12, 2))
+    got = []
+    for probe in (5, 0):
+        labels = Labels(LoopConfig(total_labels=40), SyntheticTeacher(teacher, rng=np.random.default_rng(1)))
+        m = labels.ask(fr, pairs, len(pairs), 0, {}, probe=probe)
+        assert m["labels/asked"] == 12 and "labels/deferred" not in m
+        got.append(labels.dataset.labels)
+    np.testing.assert_array_equal(got[0], got[1])
+    assert decided_labels(got[0]) > 0
+
+
+def test_people_whose_answers_are_all_ties_get_a_few_queries_per_iteration() -> None:
+    cfg = LoopConfig(total_labels=40)
+    labels = Labels(cfg, LaterTies())
+    assert labels.probed(12, 5) == 12  # no answer yet: nothing known, the round as it is
+    labels.ask(_fragments(np.zeros(16)), np.array([[0, 1], [2, 3]]), 2, 0, {})
+    labels.poll()
+    assert len(labels.dataset) == 2 and labels.decided == 0
+    assert labels.probed(12, 5) == 5 and labels.probed(3, 5) == 3 and labels.probed(12, 0) == 12

@@ -122,6 +122,13 @@ class LoopConfig:
     difference, e.g. a sparse reward never reached), the agent trains on PEBBLE's state-entropy
     reward instead, so that it reaches states whose clips differ; from the first label that
     prefers a clip on, the learned reward. Changes nothing in runs whose labels are not all ties."""
+    tie_probe: int = 5
+    """While every label so far is a tie (or none is in yet), an iteration's queries start with
+    this many: the rest are asked only if one of those answers prefers a clip, and otherwise go
+    back to the budget of later iterations (logged as labels/deferred), so that a sparse reward
+    no clip reaches yet (CoinRun's coin, a goal) does not spend the first round on ties. A
+    teacher that answers later (people) is asked at most this many per iteration once its
+    answers so far are all ties. 0: off (every iteration asks its share)."""
     exploration_frac: float = 0.0
     """Share of query clips taken from random-action episodes (exploration mixing)."""
     archive_share: float = 0.0
@@ -250,6 +257,8 @@ class LoopConfig:
                 f"need labels_per_round >= 1 and round_interval >= 1, got {self.labels_per_round} "
                 f"and {self.round_interval}"
             )
+        if self.tie_probe < 0:
+            raise ValueError(f"tie_probe must be >= 0 (0: off), got {self.tie_probe}")
         if self.query_schedule not in SCHEDULES:
             raise ValueError(f"unknown query schedule {self.query_schedule!r}; choose from {list(SCHEDULES)}")
         if self.uncertainty_measure not in MEASURES:

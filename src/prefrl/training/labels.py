@@ -20,7 +20,7 @@ import numpy as np
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments
 from prefrl.storage.checkpoint import CheckpointDir
-from prefrl.teachers import Answers, AsyncTeacher, Teacher
+from prefrl.teachers import Answers, AsyncTeacher, SyntheticTeacher, Teacher
 from prefrl.teachers.spec import is_async
 from prefrl.training.budget import LabelBudget
 from prefrl.training.config import TIE_HINT, TIE_WARN, LoopConfig, decided_labels, tie_fraction
@@ -117,23 +117,72 @@ class Labels:
         iteration: int,
         picked: Mapping[str, float],
         newer_older: int = 0,
+        probe: int = 0,
     ) -> dict[str, float]:
         """Ask the teacher ``k`` queries, the pairs ``[k, 2]`` of ``fragments``; returns the
         iteration's label metrics (``picked``: the selection's), saved with the labels so that a
         run killed right after still writes them in this iteration's row when it resumes. The
         last ``newer_older`` pairs put a newer clip first: a teacher that answers at once adds
-        ``watch/teacher_newer``, the share of them where it preferred the newer clip."""
-        self.budget.asked += k
+        ``watch/teacher_newer``, the share of them where it preferred the newer clip.
+
+        ``probe`` (``tie_probe``) > 0, a teacher that answers at once, and every label so far a
+        tie (or none yet): the first ``probe`` pairs are asked, and the rest only where one of
+        their answers prefers a clip; otherwise the rest are not asked (``labels/deferred``:
+        later iterations ask them, :func:`~prefrl.training.budget.queries_due`)."""
         if self.async_teacher is not None:
+            self.budget.asked += k
             self.async_teacher.submit(fragments, pairs)
             asked = {"labels/asked": float(k), **picked}
             self.iteration_labels = {"iteration": float(iteration), **asked}
             self.save()
             return asked
         assert self.sync_teacher is not None
-        answers = self.sync_teacher.label(fragments, pairs)
+        if 0 < probe < k and self.decided == 0:
+            answers, kept = self._probe(fragments, pairs, probe)
+        else:
+            answers, kept = np.asarray(self.sync_teacher.label(fragments, pairs)), k
+        if kept < k:
+            newer_older = max(0, newer_older - (k - kept))
+            picked = {**picked, "labels/deferred": float(k - kept)}
+        return self._answered(fragments, pairs[:kept], answers[:kept], iteration, picked, newer_older)
+
+    def probed(self, due: int, probe: int) -> int:
+        """The queries an iteration asks of ``due``: at most ``probe`` (> 0) for a teacher that
+        answers later while every answer it gave is a tie (a sync teacher is probed in
+        :meth:`ask`, where its answers are known at once); the rest stay in the budget."""
+        if self.async_teacher is None or not probe or not len(self.dataset) or self.decided:
+            return due
+        return min(due, probe)
+
+    def _probe(self, fragments: Fragments, pairs: np.ndarray, probe: int) -> tuple[np.ndarray, int]:
+        """A sync teacher's answers to ``pairs`` and how many of them count: all, or the first
+        ``probe`` where those are all ties. A simulated teacher answers every pair in one call
+        (its answers cost nothing, and its random draws stay those of a run without the probe);
+        anyone else is asked the first ``probe`` pairs, then the rest only if one was decided."""
+        assert self.sync_teacher is not None
+        if isinstance(self.sync_teacher, SyntheticTeacher):
+            answers = np.asarray(self.sync_teacher.label(fragments, pairs))
+            return answers, len(pairs) if decided_labels(answers[:probe]) else probe
+        first = np.asarray(self.sync_teacher.label(fragments, pairs[:probe]))
+        if not decided_labels(first):
+            return first, probe
+        rest = np.asarray(self.sync_teacher.label(fragments, pairs[probe:]))
+        return np.concatenate([first, rest]), len(pairs)
+
+    def _answered(
+        self,
+        fragments: Fragments,
+        pairs: np.ndarray,
+        answers: np.ndarray,
+        iteration: int,
+        picked: Mapping[str, float],
+        newer_older: int,
+    ) -> dict[str, float]:
+        """Keep a sync teacher's ``answers`` to ``pairs`` ``[k, 2]`` (``k`` queries asked, counted
+        against the budget); the iteration's label metrics."""
+        self.budget.asked += len(pairs)
         rep = self.dataset.add(fragments, pairs, answers)
-        asked = {"labels/asked": float(k), "labels/answered": float(rep.added),
+        asked = {"labels/asked": float(len(pairs)), "labels/answered": float(rep.added),
                  "labels/skipped": float(rep.skipped), **picked}  # fmt: skip
         verdicts = np.asarray(answers, dtype=np.float64)[len(pairs) - newer_older :]
         if newer_older and np.isfinite(verdicts).any():  # 1: newer preferred, 0.5: equal

@@ -242,6 +242,10 @@ class PreferenceLoop:
         if alarm and self.signal is not None and self.config.watch_penalty > 0:
             self.signal.set_bonus(self.env_steps, self.config.watch_penalty)
         due = self.labels.budget.due(i)  # lost submits: spread, not in a lump
+        probed = self.labels.probed(due, self.config.tie_probe)  # people, every answer a tie: a few
+        if probed < due:
+            m["labels/deferred"] = float(due - probed)
+        due = probed
         requery = alarm and self.config.watch_requery and due > 0
         if requery:
             m["watch/labels_ahead"] = float(ahead := self.labels.budget.ahead(due))
@@ -300,7 +304,13 @@ class PreferenceLoop:
         if query is None:
             return {"labels/asked": 0.0}
         return labels.ask(
-            query.fragments, query.pairs, query.k, self.iteration, query.picked, query.newer_older
+            query.fragments,
+            query.pairs,
+            query.k,
+            self.iteration,
+            query.picked,
+            query.newer_older,
+            probe=c.tie_probe,
         )
 
     def _last_restore(self) -> dict[str, float]:
