@@ -187,13 +187,17 @@ def at_defaults(res: Results) -> dict[str, list[dict[str, Any]]]:
 
 def todays_runs() -> list[str]:
     """Result folders that ran at today's defaults but that :func:`at_defaults` cannot tell by
-    their options: the run watch's column "(today's default)" (series folders whose options name
-    today's default values, ``watch_restore=3.6``; runs of their rows from before the watch's
-    defaults changed are in the older columns). They replace the older runs of the same
+    their options: every comparison's column headed "... (today's default)" (series folders
+    measured since a default changed, whose options name today's values or nothing; runs of
+    their rows from before are in the other columns), in the order of :data:`COMPARISONS`, so a
+    later comparison's run of the same row wins. They replace the older runs of the same
     environment, budget and steps."""
-    table = COMPARISONS["run-watch-actions"]
-    (col,) = [i for i, h in enumerate(table.head[1:]) if h.endswith("(today's default)")]
-    return [cells[col] for _, cells in table.rows if isinstance(cells[col], str)]
+    out = []
+    for table in COMPARISONS.values():
+        for col, head in enumerate(table.head[1:]):
+            if head.endswith("(today's default)"):
+                out += [cells[col] for _, cells in table.rows if isinstance(cells[col], str)]
+    return out
 
 
 def smallest_reaching(results: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -416,6 +420,7 @@ RESTORE, OLDER = "-watch_restore=True", "-watch_against_older=True"  # restore: 
 WATCH28, RESTORE36 = "watch-2026-11-28/", "-watch_restore=3.6"  # the restore's default margin
 EARLY, EARLY_ON = "watch-early/", "-watch_against_older_early=True"  # early newest-vs-older queries
 SWIM50 = "Swimmer-v5-sac-oracle-50l-15000s"
+TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their own folder
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -626,6 +631,14 @@ COMPARISONS: dict[str, Comparison] = {
                 (WATCH + HC50, WATCH + HC50 + "-watch_requery=True", WATCH + HC50 + "-watch_penalty=1.0"),
             ),
         ),
+    ),
+    "tie-probe": Comparison(
+        (
+            "row (5 seeds unless named)",
+            "`--loop.tie-probe 0` (every round asks its share, the default until 2026-11-27)",
+            "`--loop.tie-probe 5` (today's default)",
+        ),
+        (("Acrobot-v1 (PPO), 30 labels, 100,000 steps", (TIES + ACRO30 + NO_PROBE, TIES + ACRO30)),),
     ),
 }
 """Tables of settings side by side, named by the prose around them."""
