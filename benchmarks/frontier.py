@@ -170,18 +170,15 @@ def run_one(a: argparse.Namespace) -> int:
 def run_all(a: argparse.Namespace) -> int:
     """Every (side, seed) of ``--task`` not finished yet, ``--jobs`` at a time, each in its own
     process (one torch/JAX thread each), unfinished ones resuming from their checkpoints."""
-    from prefrl.run.jobs import run_jobs
+    from prefrl.run.jobs import run_jobs, unfinished
 
     root = Path(a.out) / a.task
     jobs = []
-    for seed in range(a.first_seed, a.first_seed + a.seeds):
-        for side in a.sides:
-            if (root / f"{side}-seed{seed}.json").exists():
-                continue
-            cmd = [sys.executable, __file__, "--task", a.task, "--side", side, "--seed", str(seed),
-                   "--out", a.out, "--labels", str(a.labels)]  # fmt: skip
-            cmd += ["--steps", str(a.steps)] if a.steps else []
-            jobs.append((f"{side}-seed{seed}", cmd + [f"--loop={item}" for item in a.loop]))
+    for side, seed in unfinished(root, a.sides, range(a.first_seed, a.first_seed + a.seeds)):
+        cmd = [sys.executable, __file__, "--task", a.task, "--side", side, "--seed", str(seed),
+               "--out", a.out, "--labels", str(a.labels)]  # fmt: skip
+        cmd += ["--steps", str(a.steps)] if a.steps else []
+        jobs.append((f"{side}-seed{seed}", cmd + [f"--loop={item}" for item in a.loop]))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
     return 1 if run_jobs(jobs, root, a.jobs, env, label=a.task) else 0
 

@@ -30,3 +30,12 @@ def test_each_job_logs_and_a_failure_is_named_while_the_rest_run(tmp_path: Path)
 def test_no_parallel_slot_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="parallel must be >= 1"):
         run_jobs([], tmp_path, parallel=0, env={})
+
+
+def test_the_runs_still_to_do_are_those_without_a_result_file(tmp_path: Path) -> None:
+    from prefrl.run.jobs import unfinished
+
+    (tmp_path / "true-seed0.json").write_text("{}")
+    (tmp_path / "learned-seed1").mkdir()  # started, no result yet: resumed
+    todo = unfinished(tmp_path, ["learned", "true"], range(0, 2))
+    assert todo == [("learned", 0), ("learned", 1), ("true", 1)]

@@ -17,6 +17,13 @@ POLL_S = 5.0
 """Seconds between looks at the running children."""
 
 
+def unfinished(root: Path, sides: Sequence[str], seeds: range) -> list[tuple[str, int]]:
+    """``(side, seed)`` of the runs under ``root`` without a result file ``<side>-seed<k>.json``
+    yet, seed by seed (a driver's runs still to train or resume)."""
+    runs = [(side, seed) for seed in seeds for side in sides]
+    return [(side, seed) for side, seed in runs if not (root / f"{side}-seed{seed}.json").exists()]
+
+
 def run_jobs(
     jobs: Sequence[tuple[str, list[str]]],
     logs: Path,
