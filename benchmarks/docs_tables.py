@@ -638,7 +638,10 @@ COMPARISONS: dict[str, Comparison] = {
             "`--loop.tie-probe 0` (every round asks its share, the default until 2026-11-27)",
             "`--loop.tie-probe 5` (today's default)",
         ),
-        (("Acrobot-v1 (PPO), 30 labels, 100,000 steps", (TIES + ACRO30 + NO_PROBE, TIES + ACRO30)),),
+        (
+            ("Acrobot-v1 (PPO), 30 labels, 100,000 steps", (TIES + ACRO30 + NO_PROBE, TIES + ACRO30)),
+            ("CartPole-v1 (PPO), 50 labels, 50,000 steps (3 seeds)", (TIES + CART + NO_PROBE, TIES + CART)),
+        ),
     ),
 }
 """Tables of settings side by side, named by the prose around them."""
