@@ -181,3 +181,20 @@ def test_people_whose_answers_are_all_ties_get_a_few_queries_per_iteration() -> 
     labels.poll()
     assert len(labels.dataset) == 2 and labels.decided == 0
     assert labels.probed(12, 5) == 5 and labels.probed(3, 5) == 3 and labels.probed(12, 0) == 12
+
+
+def test_the_report_names_the_queries_a_run_of_ties_never_asked(tmp_path) -> None:
+    """MountainCar's -1 per step ties every clip random actions make: most of the budget is
+    never asked, and the run's report says how much and why."""
+    from prefrl.run.config import parse_args
+    from prefrl.run.train import train
+
+    cfg = parse_args(["--env.id", "MountainCar-v0", "--run-dir", str(tmp_path / "r"), "--no-progress",
+                      "--loop.total-steps", "1200", "--loop.initial-steps", "400", "--loop.iterations", "2",
+                      "--loop.total-labels", "20", "--eval-episodes", "1",
+                      "--loop.fragment-length", "10"])  # fmt: skip
+    rep = train(cfg)
+    assert rep["queries_asked"] == 10 and rep["queries_not_asked"] == 10
+    text = format_report(rep)
+    assert "queries not asked           : 10 of the budget" in text and "--loop.tie-probe" in text
+    assert json.loads((tmp_path / "r" / "report.json").read_text())["queries_not_asked"] == 10

@@ -18,6 +18,9 @@ class RunReport(TypedDict, total=False):
     """``--reward-from``: the run or file whose reward the agent trained on."""
     labels_used: int
     queries_asked: int
+    queries_not_asked: int
+    """Queries of the budget never asked because every answer so far was a tie when they were
+    due (``--loop.tie-probe``); absent when the whole budget was asked."""
     queries: dict[str, int]
     """With people answering: queries asked, answered, used, expired, open, answers and answers used."""
     agent: str

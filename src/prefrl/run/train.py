@@ -218,6 +218,9 @@ def _train(r: Run, t0: float) -> RunReport:
     report: RunReport = {"run_dir": str(r.run_dir), "env": cfg.env.id, "teacher": cfg.teacher}
     report["labels_used"] = len(loop.dataset)
     report["queries_asked"] = loop.state.queries_asked
+    deferred = any("labels/deferred" in h for h in loop.state.history)
+    if deferred and loop.state.queries_asked < cfg.loop.total_labels:  # ties all along (tie probe)
+        report["queries_not_asked"] = cfg.loop.total_labels - loop.state.queries_asked
     counts = getattr(loop.async_teacher, "counts", None)
     if counts is not None:  # people answered: asked = answered + expired, and every answer was used
         report["queries"] = counts()
@@ -305,6 +308,11 @@ def format_report(rep: RunReport) -> str:
         lines.append(
             f"labels used                 : {rep['labels_used']} ({rep['queries_asked']} queries asked)"
         )
+        if rep.get("queries_not_asked"):
+            lines.append(
+                f"queries not asked           : {rep['queries_not_asked']} of the budget: every answer "
+                "so far was a tie when they were due (--loop.tie-probe)"
+            )
     q = rep.get("queries")
     if q:
         lines.append(
