@@ -165,8 +165,9 @@ def test_answers_that_prefer_clips_are_those_asked_without_the_probe(teacher: st
     pairs = np.random.default_rng(0).integers(0, len(fr), size=(12, 2))
     got = []
     for probe in (5, 0):
-        labels = Labels(LoopConfig(total_labels=40), SyntheticTeacher(teacher, rng=np.random.default_rng(1)))
-        m = labels.ask(fr, pairs, len(pairs), 0, {}, probe=probe)
+        cfg = LoopConfig(total_labels=40, tie_probe=probe)
+        labels = Labels(cfg, SyntheticTeacher(teacher, rng=np.random.default_rng(1)))
+        m = labels.ask(fr, pairs, len(pairs), 0, {})
         assert m["labels/asked"] == 12 and "labels/deferred" not in m
         got.append(labels.dataset.labels)
     np.testing.assert_array_equal(got[0], got[1])
@@ -176,11 +177,13 @@ def test_answers_that_prefer_clips_are_those_asked_without_the_probe(teacher: st
 def test_people_whose_answers_are_all_ties_get_a_few_queries_per_iteration() -> None:
     cfg = LoopConfig(total_labels=40)
     labels = Labels(cfg, LaterTies())
-    assert labels.probed(12, 5) == 12  # no answer yet: nothing known, the round as it is
+    assert labels.probed(12) == 12  # no answer yet: nothing known, the round as it is
     labels.ask(_fragments(np.zeros(16)), np.array([[0, 1], [2, 3]]), 2, 0, {})
     labels.poll()
     assert len(labels.dataset) == 2 and labels.decided == 0
-    assert labels.probed(12, 5) == 5 and labels.probed(3, 5) == 3 and labels.probed(12, 0) == 12
+    off = Labels(dataclasses.replace(cfg, tie_probe=0), LaterTies())
+    off.dataset = labels.dataset  # the same answers, all ties
+    assert labels.probed(12) == 5 and labels.probed(3) == 3 and off.probed(12) == 12
 
 
 def test_the_report_names_the_queries_a_run_of_ties_never_asked(tmp_path) -> None:

@@ -35,6 +35,10 @@ WORDS = {
 """How :func:`coerce`'s error names a type."""
 
 
+SPELLED: dict[str, object] = {"true": True, "false": False, "none": None, "null": None}
+"""Words read as JSON's ``true``/``false``/``null`` in any case (Python's ``True``, ...)."""
+
+
 def _arms(hint: Any) -> list[Any]:
     """The members of a union type (``int | None`` -> ``[int, NoneType]``), else ``[hint]``."""
     if typing.get_origin(hint) in (Union, types.UnionType):
@@ -43,7 +47,7 @@ def _arms(hint: Any) -> list[Any]:
 
 
 def _describe(arms: list[Any]) -> str:
-    """``[int, NoneType]`` -> ``"an int or null"``; Literal members are listed."""
+    """``[int, NoneType]`` -> ``"an integer or null"``; Literal members are listed."""
     words = []
     for arm in arms:
         if typing.get_origin(arm) is Literal:
@@ -62,11 +66,9 @@ def coerce(item: str, value: object, hint: Any) -> object:
     ``true``/``false``/``null``; an int stands for a float (kept as written); a JSON list for a
     list or tuple."""
     arms = _arms(hint)
-    if isinstance(value, str) and value.lower() in ("true", "false", "none", "null"):
-        word = value.lower()
-        spelled: object = None if word in ("none", "null") else word == "true"
-        if any(a is type(None) for a in arms) if spelled is None else bool in arms:
-            return spelled
+    word = value.lower() if isinstance(value, str) else None
+    if word in SPELLED and type(SPELLED[word]) in arms:  # bool for True/False, NoneType for None
+        return SPELLED[word]
     for arm in arms:
         origin = typing.get_origin(arm)
         if arm is Any or (arm is type(None) and value is None):
@@ -111,10 +113,9 @@ def parse_options(items: list[str], bare: str | None = None) -> dict[str, object
             where = f" (a bare NAME is a {bare} option)" if bare else ""
             raise ValueError(f"{item!r}: expected NAME=VALUE naming an option of prefrl train{where}")
         hint = typing.get_type_hints(type(target))[opt]
-        if str in _arms(hint):
-            out[name] = text  # a text option (env.kwargs' JSON, agent.algo) keeps its text
-            if text.lower() in ("none", "null") and type(None) in _arms(hint):
-                out[name] = None
+        if str in _arms(hint):  # a text option (env.kwargs' JSON, agent.algo) keeps its text
+            none = SPELLED.get(text.lower(), "") is None and type(None) in _arms(hint)
+            out[name] = None if none else text
             continue
         try:
             value: object = json.loads(text)

@@ -59,6 +59,7 @@ class Labels:
         self.sync_teacher: Teacher | None = None if later else cast(Teacher, teacher)
         self.async_teacher: AsyncTeacher | None = cast(AsyncTeacher, teacher) if later else None
         self.max_kept = config.max_labels_kept
+        self.tie_probe = config.tie_probe
         self.dataset = dataset if dataset is not None else PreferenceDataset(self.max_kept)
         self.budget = LabelBudget(config)
         self.fresh = 0
@@ -117,7 +118,6 @@ class Labels:
         iteration: int,
         picked: Mapping[str, float],
         newer_older: int = 0,
-        probe: int = 0,
     ) -> dict[str, float]:
         """Ask the teacher ``k`` queries, the pairs ``[k, 2]`` of ``fragments``; returns the
         iteration's label metrics (``picked``: the selection's), saved with the labels so that a
@@ -125,10 +125,10 @@ class Labels:
         last ``newer_older`` pairs put a newer clip first: a teacher that answers at once adds
         ``watch/teacher_newer``, the share of them where it preferred the newer clip.
 
-        ``probe`` (``tie_probe``) > 0, a teacher that answers at once, and every label so far a
-        tie (or none yet): the first ``probe`` pairs are asked, and the rest only where one of
-        their answers prefers a clip; otherwise the rest are not asked (``labels/deferred``:
-        later iterations ask them, :func:`~prefrl.training.budget.queries_due`)."""
+        With ``tie_probe`` > 0, a teacher that answers at once, and every label so far a tie (or
+        none yet): the first ``tie_probe`` pairs are asked, and the rest only where one of their
+        answers prefers a clip; otherwise the rest are not asked (``labels/deferred``: later
+        iterations ask them, :func:`~prefrl.training.budget.queries_due`)."""
         if self.async_teacher is not None:
             self.budget.asked += k
             self.async_teacher.submit(fragments, pairs)
@@ -137,8 +137,8 @@ class Labels:
             self.save()
             return asked
         assert self.sync_teacher is not None
-        if 0 < probe < k and self.decided == 0:
-            answers, kept = self._probe(fragments, pairs, probe)
+        if 0 < self.tie_probe < k and self.decided == 0:
+            answers, kept = self._probe(fragments, pairs, self.tie_probe)
         else:
             answers, kept = np.asarray(self.sync_teacher.label(fragments, pairs)), k
         if kept < k:
@@ -146,13 +146,13 @@ class Labels:
             picked = {**picked, "labels/deferred": float(k - kept)}
         return self._answered(fragments, pairs[:kept], answers[:kept], iteration, picked, newer_older)
 
-    def probed(self, due: int, probe: int) -> int:
-        """The queries an iteration asks of ``due``: at most ``probe`` (> 0) for a teacher that
-        answers later while every answer it gave is a tie (a sync teacher is probed in
+    def probed(self, due: int) -> int:
+        """The queries an iteration asks of ``due``: at most ``tie_probe`` (> 0) for a teacher
+        that answers later while every answer it gave is a tie (a sync teacher is probed in
         :meth:`ask`, where its answers are known at once); the rest stay in the budget."""
-        if self.async_teacher is None or not probe or not len(self.dataset) or self.decided:
+        if self.async_teacher is None or not self.tie_probe or not len(self.dataset) or self.decided:
             return due
-        return min(due, probe)
+        return min(due, self.tie_probe)
 
     def _probe(self, fragments: Fragments, pairs: np.ndarray, probe: int) -> tuple[np.ndarray, int]:
         """A sync teacher's answers to ``pairs`` and how many of them count: all, or the first

@@ -242,7 +242,7 @@ class PreferenceLoop:
         if alarm and self.signal is not None and self.config.watch_penalty > 0:
             self.signal.set_bonus(self.env_steps, self.config.watch_penalty)
         due = self.labels.budget.due(i)  # lost submits: spread, not in a lump
-        probed = self.labels.probed(due, self.config.tie_probe)  # people, every answer a tie: a few
+        probed = self.labels.probed(due)  # people, every answer a tie: a few
         if probed < due:
             m["labels/deferred"] = float(due - probed)
         due = probed
@@ -310,7 +310,6 @@ class PreferenceLoop:
             self.iteration,
             query.picked,
             query.newer_older,
-            probe=c.tie_probe,
         )
 
     def _last_restore(self) -> dict[str, float]:
