@@ -34,7 +34,10 @@ episodes of levels never trained on (``unseen_levels``):
   something else that is there when the coin is, such as the wall at the level's end).
 
 Prints one JSON line per reward and set, then the result (also written to ``--out``). With
-``--save DIR``: both rewards (``preference.safetensors``, ``supervised.safetensors``) and the
+``--erase-share S`` (random erasing, Zhong et al. 2020, a try at breaking the coin's tie to the level's
+end): every training frame gets a copy with a rectangle of random size and colour painted over it;
+a share ``S`` of the labelled clips is drawn from the copies, and the supervised reward fits both.
+With ``--save DIR``: both rewards (``preference.safetensors``, ``supervised.safetensors``) and the
 held-out episodes (``heldout.npz``) for ``prefrl interpret features``, and the last 8 steps of
 each held-out episode that took the coin (``coin_endings.npz``) for ``prefrl interpret saliency``.
 """
@@ -42,6 +45,7 @@ each held-out episode that took the coin (``coin_endings.npz``) for ``prefrl int
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -57,6 +61,7 @@ from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import make_env
 from prefrl.data import sample_fragments
 from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.fragments import Fragments
 from prefrl.data.trajectories import Trajectory, TrajectoryBatch
 from prefrl.interpret.attribution import (
     encode_images,
@@ -98,6 +103,21 @@ def collect(a: argparse.Namespace, kwargs: dict[str, Any], seed: int, scale: flo
     held = collect_episodes(env, n_steps=max(1, round(scale * a.hold_steps)), policy=policy, seed=seed + 1)
     env.close()
     return TrajectoryBatch.concat([rand, held])
+
+
+def erased(
+    batch: TrajectoryBatch, rng: np.random.Generator, sides: tuple[int, int] = (12, 32)
+) -> TrajectoryBatch:
+    """A copy of ``batch`` whose every frame ``[H, W, 3]`` has its own rectangle (each side drawn
+    in ``sides`` pixels) painted one random colour: a clip that earned the coin still did, with the
+    coin, the wall or neither hidden, so the label no longer ties every object of those frames."""
+    obs = batch.obs.copy()  # [S, H, W, 3] uint8
+    height, width = obs.shape[1:3]
+    for i in range(len(obs)):
+        h, w = rng.integers(sides[0], sides[1] + 1, 2)
+        y, x = rng.integers(0, height - h + 1), rng.integers(0, width - w + 1)
+        obs[i, y : y + h, x : x + w] = rng.integers(0, 256, 3, dtype=np.uint8)
+    return dataclasses.replace(batch, obs=obs)
 
 
 def build_net(a: argparse.Namespace, env_kwargs: dict[str, Any], seed: int) -> RewardNet:
@@ -240,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kernels", type=int, nargs="+", default=None, help="CNN kernel sizes")
     p.add_argument("--strides", type=int, nargs="+", default=None, help="CNN strides")
     p.add_argument("--hidden", type=int, nargs="+", default=None, help="CNN head hidden sizes")
+    p.add_argument("--erase-share", type=float, default=0.0,
+                   help="share of the labelled clips drawn from randomly erased copies of the training "
+                        "frames (the supervised reward then fits the copies too; 0: none)")  # fmt: skip
     p.add_argument("--ensemble", type=int, default=3, help="ensemble members (one shared trunk)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="write the result to this JSON file")
@@ -257,8 +280,16 @@ def main(argv: list[str] | None = None) -> int:
     collect_s = time.perf_counter() - t0
     colour = coin_colour(train)
     rng = np.random.default_rng(a.seed)
-    frags, _ = sample_fragments(train, 2 * a.labels, a.fragment_length, rng)
-    pairs = np.arange(2 * a.labels).reshape(-1, 2)
+    if not 0.0 <= a.erase_share <= 1.0:
+        raise SystemExit(f"--erase-share must lie in [0, 1], got {a.erase_share}")
+    copies = erased(train, np.random.default_rng(a.seed + 1)) if a.erase_share else None
+    n_erased = round(a.erase_share * 2 * a.labels)
+    parts = [sample_fragments(train, 2 * a.labels - n_erased, a.fragment_length, rng)[0]]
+    if copies is not None and n_erased:
+        parts.append(sample_fragments(copies, n_erased, a.fragment_length, rng)[0])
+    frags = Fragments.concat(parts)
+    order = rng.permutation(2 * a.labels) if copies is not None else np.arange(2 * a.labels)
+    pairs = order.reshape(-1, 2)  # erased clips are paired with clips of either kind
     labels = SyntheticTeacher("oracle").label(frags, pairs)
     data = PreferenceDataset()
     data.add(frags, pairs, labels)
@@ -271,7 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     fits["preference"] = {"fit_s": time.perf_counter() - t, "optimiser_steps": a.steps}
     t = time.perf_counter()
     nets["supervised"] = build_net(a, train_kw, a.seed)
-    sup = fit_supervised(nets["supervised"], train, SupervisedConfig(epochs=a.supervised_epochs, seed=a.seed))
+    sup_data = train if copies is None else TrajectoryBatch.concat([train, copies])
+    sup_cfg = SupervisedConfig(epochs=a.supervised_epochs, seed=a.seed)
+    sup = fit_supervised(nets["supervised"], sup_data, sup_cfg)
     fits["supervised"] = {"fit_s": time.perf_counter() - t, "epochs": a.supervised_epochs, **sup}
     results: dict[str, Any] = {}
     for name, net in nets.items():

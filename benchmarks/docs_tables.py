@@ -696,8 +696,12 @@ def coinrun(res: Results) -> str:
     for path in files:
         r = json.loads(path.read_text())
         features = {"flat": "flat", "spatial": "keypoints"}[r["args"]["features"]]
+        erase = r["args"].get("erase_share", 0.0)
         trained = {"preference": f"{r['labels']:,} oracle labels, {r['args']['steps']:,} steps",
                    "supervised": f"true reward of {r['train']['steps']:,} steps"}  # fmt: skip
+        if erase:  # random erasing: a share of the clips (and a copy of every frame) partly painted over
+            trained = {"preference": f"{trained['preference']}, {erase:.0%} of clips erased",
+                       "supervised": f"{trained['supervised']} and an erased copy"}  # fmt: skip
         for name, v in r["rewards"].items():
             for where in ("held_out", "unseen_levels"):
                 m = v[where]
