@@ -648,6 +648,11 @@ COMPARISONS: dict[str, Comparison] = {
 
 
 # ------------------------------------------------------------------------------ pixels
+def dmc_runs(res: Results) -> str:
+    """Each DeepMind Control run of the table above, seed by seed (``frontier.py``)."""
+    return str(_load("frontier").runs_table(res.root / "frontier"))
+
+
 def dmc_options(res: Results) -> str:
     """DeepMind Control runs with ``--loop`` options beside the same seeds without them."""
     return str(_load("frontier").options_table(res.root / "frontier", res.root / "frontier-options"))
@@ -858,6 +863,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "backends": backends,
     "atari": atari,
     "dmc-options": dmc_options,
+    "dmc-runs": dmc_runs,
     "image-reward": image_reward,
     "coinrun": coinrun,
     "run-watch": run_watch,

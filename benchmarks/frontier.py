@@ -189,7 +189,9 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
     for task in TASKS:
         rows: dict[str, Any] = {}
         for side in SIDES:
-            found = sorted((out / task).glob(f"{side}-seed*.json"))
+            found = [
+                p for p in sorted((out / task).glob(f"{side}-seed*.json")) if ".progress" not in p.suffixes
+            ]
             res = [json.loads(p.read_text()) for p in found]
             if copy_to is not None and found:
                 (copy_to / task).mkdir(parents=True, exist_ok=True)
@@ -265,6 +267,34 @@ def markdown(table: dict[str, Any]) -> str:
         + f"\n\nPublished: {SOURCE}. prefrl: median over seeds of the mean of the last 10 evaluations"
         + " (and the worst seed's)."
     )
+
+
+def runs_table(out: Path) -> str:
+    """Every finished run under ``out`` (``<task>/<side>-seed<k>.json``), one row each: its mean of
+    the last 10 evaluations, its final policy, the first evaluation at or above the best published
+    figure (PPE's), the lowest evaluation from there on, and its training hours."""
+    head = ["DMC task", "side", "seed", "labels", "mean of last 10 evaluations", "final policy",
+            "first evaluation >= the best published (steps)", "lowest evaluation after it",
+            "training hours (one core)"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for task in TASKS:
+        best = max(PUBLISHED[task].values())
+        for side in SIDES:
+            found = [
+                p for p in sorted((out / task).glob(f"{side}-seed*.json")) if ".progress" not in p.suffixes
+            ]
+            for r in (json.loads(f.read_text()) for f in found):
+                evals = r["evaluations"]  # [[step, return], ...]
+                reach = next((i for i, (_, v) in enumerate(evals) if v >= best), None)
+                first = "never" if reach is None else f"{evals[reach][0] // 1000:.0f}k"
+                low = "–" if reach is None else f"{min(v for _, v in evals[reach:]):.0f}"
+                labels = str(r["labels_used"]) if side != "true" else "–"
+                hours = f"{r['train_wall_s'] / 3600:.1f}"
+                cells = [task, side, str(r["seed"]), labels, f"{r['last10_mean']:.1f}",
+                         f"{r['final_return']:.1f}", first, low, hours]  # fmt: skip
+                lines.append("| " + " | ".join(cells) + " |")
+    bests = ", ".join(f"{task} {max(PUBLISHED[task].values())}" for task in TASKS)
+    return "\n".join(lines) + f"\n\nThe best published figure ({bests}): {SOURCE}."
 
 
 def options_table(defaults: Path, options: Path) -> str:

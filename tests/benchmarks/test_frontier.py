@@ -144,3 +144,26 @@ def test_runs_with_loop_options_are_set_beside_the_same_seeds_without_them(tmp_p
     assert len(table) == 3, table
     assert table[2] == ("| walker_walk | protocol | `--loop watch_against_older_early=true` "
                         "| seed 1: 845, seed 2: 950 | seed 1: 617, seed 2: not run |")  # fmt: skip
+
+
+def test_each_run_is_a_row_with_when_it_passed_the_best_published_figure(tmp_path: Path) -> None:
+    fr = _frontier()
+    task = tmp_path / "walker_walk"
+    task.mkdir()
+
+    def result(side: str, seed: int, evals: list[list[float]], labels: int = 100) -> None:
+        res = {"seed": seed, "last10_mean": evals[-1][1], "final_return": evals[-1][1] + 1, "steps": 500_000,
+               "labels_used": labels, "train_wall_s": 7200.0, "evaluations": evals}  # fmt: skip
+        (task / f"{side}-seed{seed}.json").write_text(json.dumps(res))
+
+    result("protocol", 0, [[10_000, 300.0], [20_000, 910.0], [30_000, 880.0], [40_000, 950.0]])
+    result("protocol", 1, [[10_000, 300.0], [20_000, 600.0]])  # never reaches PPE's 908
+    result("true", 0, [[10_000, 930.0]], labels=0)
+    (task / "protocol-seed2.progress.json").write_text("{}")  # a running run is not a row
+    rows = fr.runs_table(tmp_path).splitlines()
+    assert rows[2] == "| walker_walk | protocol | 0 | 100 | 950.0 | 951.0 | 20k | 880 | 2.0 |"
+    assert rows[3] == "| walker_walk | protocol | 1 | 100 | 600.0 | 601.0 | never | – | 2.0 |"
+    assert rows[4] == "| walker_walk | true | 0 | – | 930.0 | 931.0 | 10k | 930 | 2.0 |"
+    assert len([r for r in rows if r.startswith("| walker_walk")]) == 3
+    assert "walker_walk 908" in rows[-1]
+    assert fr.summarize(tmp_path, None)["walker_walk"]["prefrl"]["protocol"]["seeds"] == [0, 1]
