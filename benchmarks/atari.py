@@ -15,7 +15,12 @@ hidden layers after it), on ``ALE/<Game>-v5`` with the usual preprocessing (fram
   CoinRun 1,000), 25-step clips (1.7 s of Atari play, as in the original work), a reward update
   every :data:`EVAL_INTERVAL` steps capped at :data:`FIT_STEPS` optimiser steps, the ensemble on
   one shared convolution trunk (``--reward.cnn-shared-trunk``: 3.5x less compute per clip),
-  everything else prefrl's defaults.
+  a reward of the frames alone (``--reward.use-act false``) and episode ends told to the agent
+  as truncations (``--loop.hide-terminations``), everything else prefrl's defaults. The last two
+  are the original work's Atari setup: with one reward output per action (``auto`` for a flat CNN
+  with Discrete actions) Pong's reward paid one button in every state and CoinRun's mostly one,
+  and each agent held that button; with the frames alone but episode ends seen, CoinRun's reward
+  paid its agent for ending episodes, and its coin rate fell to nothing (docs/benchmarks/pixels.md).
 * ``true``: the same agent on the game's reward.
 
 CoinRun (``procgen/coinrun``, easy, 200 levels; the Procgen extra) runs the same agent on its
@@ -121,9 +126,10 @@ def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> 
             total_labels=labels,
             fragment_length=FRAGMENT_LENGTH,
             iterations=max(1, steps // EVAL_INTERVAL),
+            hide_terminations=True,
         ),
         trainer=RewardTrainerConfig(max_steps=FIT_STEPS),
-        reward=RewardNetConfig(cnn_shared_trunk=True, **t["reward"]),
+        reward=RewardNetConfig(cnn_shared_trunk=True, use_act=False, **t["reward"]),
     )
 
 

@@ -138,3 +138,23 @@ def test_learned_reward_is_driven_by_its_methods() -> None:
         reward.set_bonus(float("nan"))
     reward.scale_only()
     assert not reward.normalizer.center
+
+
+def test_hidden_terminations_reach_the_agent_as_truncations_and_the_recorder_as_they_were() -> None:
+    """hide_terminations: SB3 then bootstraps from the last frame's value (a truncation), while
+    the clips keep the true episode end for the reward's absorbing states."""
+    from prefrl.agents.recorder import TrajectoryRecorder
+    from prefrl.agents.sb3 import make_vec_env
+
+    for hide in (False, True):
+        rec = TrajectoryRecorder(make_vec_env("CartPole-v1", 2, seed=0))
+        net = MLPReward(rec.observation_space, rec.action_space, ensemble_size=2)
+        venv = LearnedRewardVecEnv(rec, LearnedReward(net), hide_terminations=hide)
+        venv.reset()
+        ended: list[dict] = []
+        while not ended:  # random actions fell the pole within a few dozen steps
+            _, _, dones, infos = venv.step(np.array([venv.action_space.sample() for _ in range(2)]))
+            ended = [info for d, info in zip(dones, infos) if d]
+        assert all(info.get("TimeLimit.truncated", False) == hide for info in ended)
+        batch = rec.pop_episodes()
+        assert batch is not None and batch.terminated.any()  # the recorder saw the fall either way

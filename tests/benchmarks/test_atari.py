@@ -31,6 +31,7 @@ def test_learned_side_trains_the_true_sides_agent_on_clips_without_the_score(tmp
     assert cfg.loop.total_steps == 1_000_000 and cfg.loop.iterations == 20
     assert cfg.eval_interval == 50_000 and cfg.trainer.max_steps == at.FIT_STEPS
     assert cfg.reward.cnn_shared_trunk  # one convolution pass for the ensemble
+    assert not cfg.reward.use_act and cfg.loop.hide_terminations  # the frames alone; no episode ends
 
 
 def _write(root: Path, name: str, evals: list[list[float]], finished: bool) -> None:

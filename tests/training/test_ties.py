@@ -201,3 +201,43 @@ def test_the_report_names_the_queries_a_run_of_ties_never_asked(tmp_path) -> Non
     text = format_report(rep)
     assert "queries not asked           : 10 of the budget" in text and "--loop.tie-probe" in text
     assert json.loads((tmp_path / "r" / "report.json").read_text())["queries_not_asked"] == 10
+
+
+def test_while_every_label_ties_the_agent_is_paid_for_novelty_not_for_one_more_step() -> None:
+    """Tie exploration pays a state by how much rarer it is than the remembered ones: familiar
+    states earn less than nothing, so an episode that goes on in them is not worth more than
+    one that ends (the goal, the coin or the fall that would tell clips apart)."""
+    from gymnasium import spaces
+
+    from prefrl.agents.reward_signal import LearnedReward
+    from prefrl.training.agent_reward import AgentReward
+
+    net = MLPReward(spaces.Box(-10, 10, (3,)), spaces.Discrete(2), hidden=(8,), ensemble_size=1)
+    paid = AgentReward(LearnedReward(net), LoopConfig(), off_policy=False)
+    assert paid.explore_on_ties(all_ties=True)
+    explore = paid.reward.intrinsic
+    assert explore is not None
+    rng = np.random.default_rng(0)
+    familiar = np.concatenate([explore(rng.normal(0, 1, (8, 3))) for _ in range(200)])[800:]
+    assert abs(familiar.mean()) < 0.25 and (familiar < 0).mean() > 0.3
+    assert explore(np.full((1, 3), 9.0))[0] > 2.0  # somewhere new
+    assert not paid.explore_on_ties(all_ties=False) and paid.reward.intrinsic is None
+
+
+def test_stuck_exploration_fires_on_newest_ties_while_the_agent_looks_like_what_lost() -> None:
+    """tie_exploration_stuck: the newest 3 labels ties (some this iteration) and watch/standing
+    below 0.5; not with it off, not where a newest label prefers a clip, not where the agent
+    looks like what won, not in an iteration that asked nothing."""
+    cfg = LoopConfig(total_steps=400, total_labels=6, iterations=2, initial_steps=100, fragment_length=10)
+    on = build(dataclasses.replace(cfg, tie_exploration_stuck=True), env_id="CartPole-v1", algo="ppo")
+    off = build(cfg, env_id="CartPole-v1", algo="ppo")
+    frags, pairs = _fragments(np.arange(40.0)), np.arange(10).reshape(5, 2)
+    lost = {"labels/answered": 2.0, "watch/standing": 0.2}
+    for loop in (on, off):
+        loop.dataset.add(frags, pairs[:2], np.array([1.0, 0.5], np.float32))  # one decided, one tie
+        assert not loop._stuck(lost)  # a newest label prefers a clip
+        loop.dataset.add(frags, pairs[2:], np.full(3, 0.5, np.float32))  # then three ties
+    assert on._stuck(lost) and not off._stuck(lost)
+    assert not on._stuck({**lost, "watch/standing": 0.7})  # the agent looks like what won
+    assert not on._stuck({**lost, "labels/answered": 0.0})  # nothing asked of its newest clips
+    assert not on._stuck({"labels/answered": 2.0})  # no standing measured: no reason to explore

@@ -59,12 +59,24 @@ def _fitted(batch: TrajectoryBatch) -> tuple[MLPReward, PreferenceDataset]:
     return net, ds
 
 
+def test_standing_puts_better_episodes_nearer_the_clips_the_labels_preferred() -> None:
+    """watch/standing: the reward's view of the agent's newest steps between the rejected (0)
+    and preferred (1) clips; the best of several random episodes stands higher than the worst."""
+    seen = _pendulum(4, seed=0)
+    net, ds = _fitted(seen)
+    episodes = sorted(_pendulum(6, seed=2), key=lambda e: float(e.rews.sum()) if e.rews is not None else 0.0)
+    worst, best = (TrajectoryBatch.from_trajectories([e]) for e in (episodes[0], episodes[-1]))
+    low = RunWatch(net, seed=0).measure(worst, ds, 0)["watch/standing"]
+    high = RunWatch(net, seed=0).measure(best, ds, 0)["watch/standing"]
+    assert high > low + 0.3, (low, high)
+
+
 def test_novelty_rises_where_the_labels_do_not_reach_and_gain_reads_the_learned_reward() -> None:
     seen = _pendulum(4, seed=0)
     net, ds = _fitted(seen)
     watch = RunWatch(net, seed=0)
     near = watch.measure(_pendulum(2, seed=1), ds, 0)
-    assert set(near) == {"watch/agreement", "watch/novelty"}  # no previous batch yet: no gain
+    assert set(near) == {"watch/agreement", "watch/novelty", "watch/standing"}  # no previous batch: no gain
     assert near["watch/agreement"] > 0.5  # trained members agree on steps like the labelled ones
     far = RunWatch(net, seed=0).measure(_pendulum(2, seed=1, scale=6.0), ds, 0)
     assert far["watch/novelty"] > 2 * near["watch/novelty"]  # states no label covers

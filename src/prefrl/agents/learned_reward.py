@@ -198,9 +198,14 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         ((2,), True)
     """
 
-    def __init__(self, venv: VecEnv, reward: LearnedReward) -> None:
+    def __init__(self, venv: VecEnv, reward: LearnedReward, hide_terminations: bool = False) -> None:
         super().__init__(venv)
         self.reward = reward
+        self.hide_terminations = hide_terminations
+        """Report every termination to the agent as a truncation (``info["TimeLimit.truncated"]``),
+        so that it bootstraps from the last frame's value instead of the absorbing state's 0,
+        as the original work did on Atari (episode ends withheld from the agent): a learned
+        reward's level then cannot pay for ending episodes (dying) or for avoiding their end."""
         self._obs: Any = None
         self._acts: np.ndarray | None = None
         self.reward_s = 0.0
@@ -245,6 +250,8 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         for i, info in enumerate(infos):
             info["true_reward"] = float(true_rews[i])
             info["learned_reward"] = float(raw[i])
+            if self.hide_terminations and terminal[i]:  # the recorder below kept the true flag
+                info["TimeLimit.truncated"] = True
         self._obs = obs
         return obs, rews.astype(np.float32), dones, infos
 

@@ -146,7 +146,7 @@ def build_run(cfg: TrainConfig) -> Run:
         make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human
     )
     reward = LearnedReward(net)
-    venv = LearnedRewardVecEnv(recorder, reward)
+    venv = LearnedRewardVecEnv(recorder, reward, hide_terminations=cfg.loop.hide_terminations)
     if cfg.agent_path is not None:
         agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device, cfg.agent.backend)
     else:

@@ -93,7 +93,7 @@ class AgentReward:
         ``tie_exploration`` on), the learned reward otherwise; whether it explores now."""
         explore = self.config.tie_exploration and all_ties
         if explore and self._tie_explorer is None:
-            self._tie_explorer = StateEntropyReward()
+            self._tie_explorer = StateEntropyReward(center=True)  # novelty, not survival, pays
         self.reward.use_intrinsic(self._tie_explorer if explore else None)
         return explore
 

@@ -122,6 +122,18 @@ class LoopConfig:
     difference, e.g. a sparse reward never reached), the agent trains on PEBBLE's state-entropy
     reward instead, so that it reaches states whose clips differ; from the first label that
     prefers a clip on, the learned reward. Changes nothing in runs whose labels are not all ties."""
+    hide_terminations: bool = False
+    """The agent is told every episode end as a truncation: it bootstraps from the last frame's
+    value instead of an absorbing state worth 0, so the learned reward's level (above or below
+    the absorbing state's) pays neither for ending episodes nor for avoiding their end. The
+    clips, labels and reward still see the true terminations. As the original work on Atari
+    (no episode-end signal to the agent)."""
+    tie_exploration_stuck: bool = False
+    """Explore (as tie_exploration) for an iteration also where labels preferring clips exist,
+    but the newest 3 labels (some of this iteration) were ties while the reward puts the agent's newest steps
+    nearer the clips its labels rejected than those they preferred (watch/standing below 0.5): an
+    agent stuck where no clip differs, which the labels cannot lead out (Acrobot's arm hanging
+    still once its first labels are in). Logged as agent/stuck_exploration."""
     tie_probe: int = 5
     """While every label so far is a tie (or none is in yet), an iteration's queries start with
     this many: the rest are asked only if one of those answers prefers a clip, and otherwise go

@@ -60,6 +60,9 @@ from prefrl.training.restore import AgentRestore
 from prefrl.training.reward_fit import RewardFit
 from prefrl.training.watch import RunWatch
 
+STUCK_LABELS = 3
+"""How many of the newest labels must be ties for ``tie_exploration_stuck`` to explore."""
+
 __all__ = ["LoopConfig", "PreferenceLoop"]  # the config, importable with the loop as the tutorial does
 
 
@@ -275,8 +278,11 @@ class PreferenceLoop:
         self.fit.save()
         if self.agent is not None:
             all_ties = len(self.dataset) > 0 and self.labels.decided == 0
+            stuck = not all_ties and self._stuck(m)
+            if self.config.tie_exploration_stuck:
+                m["agent/stuck_exploration"] = float(stuck)
             m["agent/tie_exploration"] = float(
-                self.signal is not None and self.signal.explore_on_ties(all_ties)
+                self.signal is not None and self.signal.explore_on_ties(all_ties or stuck)
             )
             t0 = time.perf_counter()
             try:
@@ -287,6 +293,15 @@ class PreferenceLoop:
             m["time/agent_s"] = time.perf_counter() - t0
         m["env_steps"] = float(self.env_steps)
         return m
+
+    def _stuck(self, m: dict[str, float]) -> bool:
+        """``tie_exploration_stuck``: the newest :data:`STUCK_LABELS` labels (some asked this
+        iteration) were all ties, and the reward put the agent's newest steps nearer the lost
+        clips than the won ones (``watch/standing`` below 0.5)."""
+        n = STUCK_LABELS
+        if not self.config.tie_exploration_stuck or m.get("labels/answered", 0) < 1 or len(self.dataset) < n:
+            return False
+        return bool(np.all(self.dataset.labels[-n:] == 0.5)) and m.get("watch/standing", 1.0) < 0.5
 
     def _query(
         self, n_queries: int, batch: TrajectoryBatch, split: bool = False, ends: bool = False

@@ -19,6 +19,11 @@ measures the current reward on them (``watch/*`` in ``metrics.csv``):
     steps than the absorbing state after an episode's end, in units of the per-step std.
     The agent is paid ``reward - absorbing``, so below 0 every further step costs it and
     ending the episode pays: right where ending is the goal, a crash course where it is not.
+``watch/standing``
+    Where the reward puts the agent's newest steps between the steps of the clips its labels
+    rejected (0) and those they preferred (1): the mean per-step reward of each, the agent's
+    relative to the two. Below 0.5 the agent's behaviour looks more like what lost than what
+    won (``tie_exploration_stuck`` explores then, where its newest labels were all ties).
 
 The reward fit adds ``reward/fresh_accuracy`` (the model's guesses on the labels that came
 since the previous fit, before it trains on them: the trust record of
@@ -71,16 +76,22 @@ def batch_steps(batch: TrajectoryBatch, rng: np.random.Generator, n: int = SAMPL
 
 
 def labelled_steps(
-    dataset: PreferenceDataset, rng: np.random.Generator, n: int = SAMPLE_STEPS
+    dataset: PreferenceDataset,
+    rng: np.random.Generator,
+    n: int = SAMPLE_STEPS,
+    clips: np.ndarray | None = None,
 ) -> Steps | None:
-    """Up to ``n`` real (not absorbing) steps of the labelled clips; ``None`` without labels."""
+    """Up to ``n`` real (not absorbing) steps of the labelled clips (of ``clips``, indices into
+    the dataset's fragments, where given); ``None`` without labels."""
     frags = dataset.fragments
     if frags is None or len(dataset) == 0:
         return None
-    used = np.unique(dataset.pairs)
-    clips = -(-n // frags.length)  # enough clips for n steps: never materialise them all (images)
-    if len(used) > clips:
-        used = np.sort(rng.choice(used, clips, replace=False))
+    used = np.unique(dataset.pairs) if clips is None else np.unique(clips)
+    if len(used) == 0:
+        return None
+    most = -(-n // frags.length)  # enough clips for n steps: never materialise them all (images)
+    if len(used) > most:
+        used = np.sort(rng.choice(used, most, replace=False))
     fa = frags.arrays(used)  # [u, L, ...]
     real = np.argwhere(~fa.absorbing)  # [k, 2] (clip, step)
     if len(real) == 0:
@@ -94,6 +105,15 @@ def labelled_steps(
         obs_map(lambda a: a[i, t], fa.next_obs),
         fa.dones[i, t],
     )
+
+
+def decided_clips(dataset: PreferenceDataset) -> tuple[np.ndarray, np.ndarray]:
+    """The clips ``(won, lost)`` of the labels that prefer one (indices into the fragments)."""
+    lab, pairs = dataset.labels, dataset.pairs
+    first, second = lab > 0.5, lab < 0.5  # NaN (no answer) is neither
+    won = np.concatenate([pairs[first, 0], pairs[second, 1]])
+    lost = np.concatenate([pairs[first, 1], pairs[second, 0]])
+    return won, lost
 
 
 def agreement(rewards: np.ndarray) -> float:
@@ -140,6 +160,16 @@ class RunWatch:
             spread = float(members(self.net, labelled).std(0).mean())
             if spread > 0:
                 out["watch/novelty"] = float(rewards.std(0).mean()) / spread
+        won, lost = decided_clips(dataset)
+        won_steps, lost_steps = (
+            labelled_steps(dataset, rng, clips=won),
+            labelled_steps(dataset, rng, clips=lost),
+        )
+        if won_steps is not None and lost_steps is not None:
+            hi = float(members(self.net, won_steps).mean())
+            lo = float(members(self.net, lost_steps).mean())
+            if hi > lo:
+                out["watch/standing"] = (float(now.mean()) - lo) / (hi - lo)
         if previous is not None:
             old = members(self.net, previous).mean(0)
             scale = float(np.concatenate([old, now]).std())
