@@ -15,7 +15,7 @@ hidden layers after it), on ``ALE/<Game>-v5`` with the usual preprocessing (fram
   CoinRun 1,000), 25-step clips (1.7 s of Atari play, as in the original work), a reward update
   every :data:`EVAL_INTERVAL` steps capped at :data:`FIT_STEPS` optimiser steps, the ensemble on
   one shared convolution trunk (``--reward.cnn-shared-trunk``: 3.5x less compute per clip),
-  a reward of the frames alone (``--reward.use-act false``) and episode ends told to the agent
+  a reward of the frames alone (``--reward.no-use-act``) and episode ends told to the agent
   as truncations (``--loop.hide-terminations``), everything else prefrl's defaults. The last two
   are the original work's Atari setup: with one reward output per action (``auto`` for a flat CNN
   with Discrete actions) Pong's reward paid one button in every state and CoinRun's mostly one,
@@ -54,18 +54,21 @@ from typing import Any
 import numpy as np
 
 ATARI: dict[str, Any] = {"steps": 1_000_000, "labels": 1_400, "env_kwargs": {"hide_score": True},
-                         "frames_per_step": 4, "figure": "normalized", "reward": {}}  # fmt: skip
+                         "frames_per_step": 4, "figure": "normalized", "reward": {},
+                         "final_episodes": 10}  # fmt: skip
 TASKS: dict[str, dict[str, Any]] = {
     "pong": {**ATARI, "env": "ALE/Pong-v5"},
     "enduro": {**ATARI, "env": "ALE/Enduro-v5"},
     "coinrun": {"env": "procgen/coinrun", "steps": 1_000_000, "labels": 1_000,
                 "env_kwargs": {"num_levels": 200, "start_level": 0, "distribution_mode": "easy"},
-                "frames_per_step": 1, "figure": "ratio", "reward": {"cnn_features": "flat"}},
+                "frames_per_step": 1, "figure": "ratio", "reward": {"cnn_features": "flat"},
+                "final_episodes": 100},
 }  # fmt: skip
 """Per game: the environment, its ``env_kwargs`` (``hide_score``: Atari's score strip blanked),
 the default steps and labels, frames per agent step (the curves' axis), the figure (``normalized``:
-``(learned - random) / (true - random)``; ``ratio``: ``learned / true``, CoinRun's coin rate) and
-options of the learned side's reward network."""
+``(learned - random) / (true - random)``; ``ratio``: ``learned / true``, CoinRun's coin rate),
+options of the learned side's reward network, and the episodes of each finished run's final
+evaluation (a CoinRun episode is short, and 5 episodes tell coin rates apart only by 0.2)."""
 SIDES = ("learned", "true")
 LABELS = ATARI["labels"]
 FRAGMENT_LENGTH = 25
@@ -74,6 +77,8 @@ EVAL_EPISODES = 5
 LAST_N = 3
 """The figure of a run: mean score of its last ``LAST_N`` evaluations (the last 150k steps)."""
 RANDOM_EPISODES = 10
+FINAL_SEED = 20_000
+"""First seed of the final evaluations' episodes (the periodic ones start at 10,000)."""
 FIT_STEPS = 40
 """Optimiser steps per reward update (``--trainer.max-steps``; 5x in the first): 50 epochs over
 every label at every update, the default, would cost several times the agent's own compute."""
@@ -196,6 +201,40 @@ def run_true(task: str, seed: int, run: Path, steps: int) -> dict[str, Any]:
     }
 
 
+def final_score(task: str, run: Path) -> dict[str, Any]:
+    """The final policy of a finished run (``run/policy.zip``) over the game's ``final_episodes``
+    episodes (their own seeds, apart from the periodic evaluations'): ``{"episodes", "score"}``."""
+    from prefrl.agents.evaluate import evaluate_returns
+    from prefrl.agents.policy_io import load_agent
+    from prefrl.agents.sb3 import make_vec_env
+
+    t, cfg = TASKS[task], agent_config()
+    venv = make_vec_env(t["env"], 1, t["env_kwargs"], seed=0)
+    agent = load_agent(cfg.algo, run / "policy.zip", venv, backend=cfg.backend, config=cfg)
+    n = int(t["final_episodes"])
+    score = float(evaluate_returns(t["env"], agent, n, seed=FINAL_SEED, env_kwargs=t["env_kwargs"]).mean())
+    venv.close()
+    return {"episodes": n, "score": score}
+
+
+def add_final_scores(out: Path, task: str) -> list[str]:
+    """Give every finished run of ``task`` under ``out`` without one its final score (written into
+    its result file); the runs scored."""
+    from prefrl.storage.checkpoint import write_json
+
+    done = []
+    for result in sorted((out / task).glob("*-seed*.json")):
+        if result.name.endswith(".progress.json"):
+            continue
+        r = json.loads(result.read_text())
+        if r.get("final_eval", {}).get("episodes") == TASKS[task]["final_episodes"]:
+            continue
+        r["final_eval"] = final_score(task, out / task / result.stem)
+        write_json(result, r)
+        done.append(result.stem)
+    return done
+
+
 def random_score(task: str, out: Path) -> float:
     """Mean score of uniformly random actions over :data:`RANDOM_EPISODES` episodes (cached)."""
     from prefrl.agents.evaluate import evaluate_returns
@@ -241,6 +280,7 @@ def run_one(a: argparse.Namespace) -> int:
         last_n_mean=last_n(res["evaluations"]),
         wall_s=time.perf_counter() - t0,
     )
+    res["final_eval"] = final_score(a.task, run)
     write_json(result, res)
     return 0
 
@@ -274,6 +314,18 @@ def progress(run: Path) -> list[list[float]]:
     return []
 
 
+def paired(learned: list[list[float]], true: list[list[float]]) -> list[list[float]]:
+    """``[[step, learned score, true score], ...]``: each learned evaluation with the true side's
+    nearest one within half an evaluation interval (a learned run evaluates a rollout's few
+    steps past each multiple of the interval, 50,054 for 50,000)."""
+    out = []
+    for s, v in learned:
+        near = min(true, key=lambda e: abs(e[0] - s), default=None)
+        if near is not None and abs(near[0] - s) < EVAL_INTERVAL / 2:
+            out.append([s, v, near[1]])
+    return out
+
+
 def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
     """Per game: the random score, per side the seeds' figures (finished or running), and the
     normalised score of each learned seed whose true-reward seed has reached the same steps."""
@@ -301,6 +353,7 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                         "evaluations": r["evaluations"],
                         "labels_used": r["labels_used"],
                         "train_wall_s": r["train_wall_s"],
+                        **({"final_eval": r["final_eval"]} if "final_eval" in r else {}),
                     }
                 elif evals := progress(run):
                     sides[side][seed] = {"finished": False, "evaluations": evals}
@@ -312,25 +365,30 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
         for side in SIDES:
             for r in sides[side].values():
                 r["steps"] = int(r["evaluations"][-1][0])
-                r["score"] = last_n(r["evaluations"])
-        norm = {}
+                r["score"] = r["final_eval"]["score"] if "final_eval" in r else last_n(r["evaluations"])
+        norm, final = {}, {}
         for seed, r in sides["learned"].items():
             t = sides["true"].get(seed)
             if rand is None or t is None:
                 continue
-            at = {int(s): v for s, v in t["evaluations"]}
-            same = [[s, v] for s, v in r["evaluations"] if int(s) in at]
-            if len(same) >= LAST_N:
-                true_same = last_n([[s, at[int(s)]] for s, _ in same])
-                if TASKS[task]["figure"] == "ratio" and true_same != 0:  # CoinRun: of the true coin rate
-                    norm[seed] = last_n(same) / true_same
-                elif TASKS[task]["figure"] == "normalized" and true_same != rand:
-                    norm[seed] = (last_n(same) - rand) / (true_same - rand)
+            both = "final_eval" in r and "final_eval" in t  # finished: the final policies, many episodes
+            if both:
+                learned, true = r["final_eval"]["score"], t["final_eval"]["score"]
+            else:  # running: the last evaluations at the steps both sides reached
+                pairs = paired(r["evaluations"], t["evaluations"])  # [[step, learned, true], ...]
+                if len(pairs) < LAST_N:
+                    continue
+                learned, true = last_n([[s, v] for s, v, _ in pairs]), last_n([[s, w] for s, _, w in pairs])
+            if TASKS[task]["figure"] == "ratio" and true != 0:  # CoinRun: of the true coin rate
+                norm[seed], final[seed] = learned / true, both
+            elif TASKS[task]["figure"] == "normalized" and true != rand:
+                norm[seed], final[seed] = (learned - rand) / (true - rand), both
         table[task] = {
             "env": TASKS[task]["env"],
             "random_return": rand,
             "sides": sides,
             "normalized": norm,
+            "from_final": final,
             "median_normalized": float(np.median(list(norm.values()))) if norm else None,
         }
         if copy_to is not None:
@@ -410,7 +468,11 @@ def markdown(table: dict[str, Any]) -> str:
             )
             + " |"
         )
-    return "\n".join(lines)
+    finals = ", ".join(f"{t['env']} {TASKS[task]['final_episodes']}" for task, t in table.items())
+    note = (f"Finished runs: their final policy over its game's final episodes ({finals}); running runs: "
+            f"the mean of their last {LAST_N} evaluations ({EVAL_EPISODES} episodes each), and the "
+            "normalised score at the steps both sides reached.")  # fmt: skip
+    return "\n".join(lines) + ("\n\n" + note if table else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -433,6 +495,9 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default="../atari-runs", help="folder of the run directories (outside the checkout)"
     )
     p.add_argument("--table", action="store_true", help="only print the table of the results found")
+    p.add_argument("--final-eval", action="store_true",
+                   help="with --task: evaluate the final policy of every finished run without a final "
+                        "evaluation (runs finished before it existed); written into its result")  # fmt: skip
     p.add_argument(
         "--copy-to",
         default=None,
@@ -446,6 +511,9 @@ def main(argv: list[str] | None = None) -> int:
         table = summarize(Path(a.out), None if a.copy_to is None else Path(a.copy_to))
         print(markdown(table))
         print(json.dumps(table, default=float))
+        return 0
+    if a.final_eval:
+        print("final evaluations:", ", ".join(add_final_scores(Path(a.out), a.task)) or "none needed")
         return 0
     if a.side is not None:
         a.seed = 0 if a.seed is None else a.seed

@@ -421,6 +421,8 @@ WATCH28, RESTORE36 = "watch-2026-11-28/", "-watch_restore=3.6"  # the restore's 
 EARLY, EARLY_ON = "watch-early/", "-watch_against_older_early=True"  # early newest-vs-older queries
 SWIM50 = "Swimmer-v5-sac-oracle-50l-15000s"
 TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their own folder
+EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised tie exploration's rows
+CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -641,6 +643,24 @@ COMPARISONS: dict[str, Comparison] = {
         (
             ("Acrobot-v1 (PPO), 30 labels, 100,000 steps", (TIES + ACRO30 + NO_PROBE, TIES + ACRO30)),
             ("CartPole-v1 (PPO), 50 labels, 50,000 steps (3 seeds)", (TIES + CART + NO_PROBE, TIES + CART)),
+        ),
+    ),
+    "tie-exploration": Comparison(
+        (
+            "row (5 seeds)",
+            "raw state entropy (until 2026-11-27)",
+            "standardised (today's default)",
+            "standardised, and `--loop.tie-exploration-stuck`",
+        ),
+        (
+            (
+                "Acrobot-v1 (PPO), 30 labels, 100,000 steps",
+                (TIES + ACRO30, EXPLORE + ACRO30, EXPLORE + ACRO30 + STUCK),
+            ),
+            (
+                "CartPole-v1 (PPO), 10 labels, 50,000 steps",
+                (CART10_WATCH, EXPLORE + CART10, EXPLORE + CART10 + STUCK),
+            ),
         ),
     ),
 }

@@ -51,7 +51,8 @@ def test_table_normalises_at_the_same_steps_and_draws_the_curves(tmp_path: Path)
     root.mkdir(parents=True)
     (root / "random.json").write_text(json.dumps({"random_return": -20.0}))
     steps = [[50_000 * (i + 1), 0.0] for i in range(4)]
-    learned = [[s, v] for (s, _), v in zip(steps, [-20.0, -10.0, 0.0, 2.0])]
+    # a learned run evaluates a rollout's few steps past each multiple of the interval
+    learned = [[s + 54, v] for (s, _), v in zip(steps, [-20.0, -10.0, 0.0, 2.0])]
     true = [[s, v] for (s, _), v in zip(steps, [-20.0, 0.0, 10.0, 20.0])]
     _write(root, "learned-seed0", learned, finished=True)
     _write(root, "true-seed0", true[:3], finished=False)  # running: compared where both have been
@@ -92,6 +93,29 @@ def test_coinrun_is_scored_as_a_share_of_the_true_sides_coin_rate(tmp_path: Path
     md = at.markdown({"coinrun": t})
     assert "| procgen/coinrun | 1000 / 1000k | 2.0 |" in md and "(worst 0.25, 2 seeds)" in md, md
     assert (tmp_path / "copies" / "coinrun" / "coinrun.png").stat().st_size > 1000
+
+
+def test_finished_seeds_are_scored_by_their_final_policies(tmp_path: Path) -> None:
+    """Both sides finished with a final evaluation: the figure is the ratio of those (many
+    episodes), not of the last few noisy evaluations; a seed still running keeps the latter."""
+    at = _atari()
+    root = tmp_path / "runs" / "coinrun"
+    root.mkdir(parents=True)
+    (root / "random.json").write_text(json.dumps({"random_return": 5.0}))
+    evals = [[50_000 * (i + 1), v] for i, v in enumerate([8.0, 6.0, 6.0])]
+    for side, final in (("learned", 7.4), ("true", 6.9)):
+        _write(root, f"{side}-seed0", evals if side == "true" else [[s + 54, v] for s, v in evals], True)
+        r = json.loads((root / f"{side}-seed0.json").read_text())
+        (root / f"{side}-seed0.json").write_text(
+            json.dumps({**r, "final_eval": {"episodes": 100, "score": final}})
+        )
+    _write(root, "learned-seed1", [[s + 54, 8.0] for s, _ in evals], finished=False)
+    _write(root, "true-seed1", [[s, 4.0] for s, _ in evals], finished=False)
+    t = at.summarize(tmp_path / "runs", None)["coinrun"]
+    assert t["normalized"] == {0: pytest.approx(7.4 / 6.9), 1: pytest.approx(2.0)}
+    assert t["from_final"] == {0: True, 1: False}
+    md = at.markdown({"coinrun": t})
+    assert "| 7.4, 8.0 (running, 150k) |" in md and "procgen/coinrun 100" in md, md
 
 
 def test_the_label_budget_defaults_to_the_games(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,10 +105,9 @@ class StateEntropyReward:
     def standardise(self, r: np.ndarray, mem: torch.Tensor, k: int) -> np.ndarray:
         """``r [B]`` less the mean, over the std, of the same reward of :data:`REFERENCE` states of
         the memory ``mem [M, d]`` (drawn afresh every :data:`REFERENCE_EVERY` calls, and whenever
-        the memory has grown by a tenth): how much
-        rarer a state is than the ones remembered. Not a running mean of past rewards: the k-NN
-        distances shrink as the memory fills, so past rewards sit above the newest ones and would
-        pay for ending episodes instead."""
+        the memory has grown by a tenth): how much rarer a state is than the ones remembered.
+        Not a running mean of past rewards: the k-NN distances shrink as the memory fills, so
+        past rewards sit above the newest ones and would pay for ending episodes instead."""
         if self.reference is None or self.calls % REFERENCE_EVERY == 0 or len(mem) > 1.1 * self.ref_size:
             self.ref_size = len(mem)
             pick = torch.randperm(len(mem), generator=self.generator)[:REFERENCE]

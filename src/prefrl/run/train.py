@@ -275,7 +275,8 @@ def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
     """Train a new agent on the frozen final reward; returns its mean true return."""
     reward = LearnedReward(net)
     seed = stream_seed(cfg.seed, "fresh_agent")
-    venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, seed), reward)
+    hide = cfg.loop.hide_terminations  # as the run's agent saw episode ends
+    venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, seed), reward, hide)
     agent = make_agent(cfg.agent, venv, seed=seed, learning_starts=cfg.loop.random_steps)
     if r.loop.reward is not None and not r.loop.reward.normalizer.center:
         reward.scale_only()  # as the run's agent saw it

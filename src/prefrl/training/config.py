@@ -127,7 +127,8 @@ class LoopConfig:
     value instead of an absorbing state worth 0, so the learned reward's level (above or below
     the absorbing state's) pays neither for ending episodes nor for avoiding their end. The
     clips, labels and reward still see the true terminations. As the original work on Atari
-    (no episode-end signal to the agent)."""
+    (no episode-end signal to the agent). Also the agents of --reward-from and of
+    --final-agent-steps."""
     tie_exploration_stuck: bool = False
     """Explore (as tie_exploration) for an iteration also where labels preferring clips exist,
     but the newest 3 labels (some of this iteration) were ties while the reward puts the agent's newest steps
