@@ -223,3 +223,15 @@ def test_the_report_compares_the_teacher_and_the_reward_on_newer_clips() -> None
     assert "newer clips to its older ones in 50% of those asked, the reward expected 70%" in text
     assert "progress the teacher did not at 1 of 2 iterations (first at step 2,000)" in text
     assert "newer clips" not in summary(rows[:1])["text"]
+
+
+def test_the_report_says_where_the_agent_looked_stuck_and_explored() -> None:
+    rows = [
+        {"step": 10_000.0, "watch/alarm": 0.0},
+        {"step": 20_000.0, "watch/alarm": 0.0, "agent/stuck_exploration": 1.0},
+        {"step": 30_000.0, "watch/alarm": 0.0, "agent/stuck_exploration": 0.0},
+    ]
+    s = summary(rows)
+    assert s["stuck"] == [20_000]
+    assert "looked like the rejected clips at 1 (first at step 20,000)" in s["text"]
+    assert "rejected" not in summary(rows[:1])["text"]

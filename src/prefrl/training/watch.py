@@ -203,6 +203,9 @@ class WatchSummary(TypedDict):
     its answers are out) and how likely the reward found it better."""
     restored: list[list[int]]
     """``[[step, policy's step]]`` where the run ended with an earlier policy (``watch_restore``)."""
+    stuck: list[int]
+    """Environment steps of the iterations that explored because the agent looked stuck
+    (``tie_exploration_stuck``: the newest labels ties, ``watch/standing`` below 0.5)."""
     text: str
     """The same in one line (:func:`describe`), for the report and the run's page."""
 
@@ -228,6 +231,7 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
             for h in rows
             if "watch/restored_from_end" in h
         ],
+        stuck=[int(h["step"]) for h in history if h.get("agent/stuck_exploration")],
         text="",
     )
     s["text"] = describe(s)
@@ -263,6 +267,12 @@ def describe(s: WatchSummary) -> str:
             f"{np.mean([v[1] for v in versus]):.0%} of those asked, the reward expected "
             f"{np.mean([v[2] for v in versus]):.0%}; the reward saw progress the teacher did not at "
             f"{len(worse)} of {len(versus)} iterations{where}"
+        )
+    if s.get("stuck"):
+        st = s["stuck"]
+        parts.append(
+            f"the newest labels tied while the agent's steps looked like the rejected clips at {len(st)} "
+            f"(first at step {st[0]:,}); the agent explored (state entropy) there"
         )
     if s.get("restored"):
         b = s["restored"][-1][1]
