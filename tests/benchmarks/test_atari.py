@@ -131,3 +131,26 @@ def test_the_label_budget_defaults_to_the_games(tmp_path: Path, monkeypatch: pyt
         assert at.main(["--task", task, "--out", str(tmp_path)]) == 0
         assert seen[-1] == labels
     assert at.main(["--task", "coinrun", "--labels", "300", "--out", str(tmp_path)]) == 0 and seen[-1] == 300
+
+
+def test_a_finished_run_is_scored_by_its_final_policy_and_older_ones_can_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real (tiny) true-reward CoinRun run: its result holds its final policy's score over the
+    game's final episodes; one without (finished before it existed) gets it from --final-eval."""
+    pytest.importorskip("procgen", reason="needs the Procgen extra")
+    at = _atari()
+    monkeypatch.setitem(at.TASKS["coinrun"], "final_episodes", 2)
+    monkeypatch.setattr(at, "EVAL_EPISODES", 1)
+    out = ["--out", str(tmp_path)]
+    assert (
+        at.main(["--task", "coinrun", "--side", "true", "--steps", "1024", "--eval-interval", "1024", *out])
+        == 0
+    )
+    result = tmp_path / "coinrun" / "true-seed0.json"
+    r = json.loads(result.read_text())
+    assert r["final_eval"]["episodes"] == 2 and 0.0 <= r["final_eval"]["score"] <= 10.0
+    result.write_text(json.dumps({k: v for k, v in r.items() if k != "final_eval"}))
+    assert at.main(["--task", "coinrun", "--final-eval", *out]) == 0
+    again = json.loads(result.read_text())["final_eval"]
+    assert again == r["final_eval"]  # the same policy over the same episodes
