@@ -449,10 +449,21 @@ def markdown(table: dict[str, Any]) -> str:
         return f"worst {min(norm.values()):.2f}, {len(norm)} seeds" if len(norm) > 1 else "1 seed"
 
     head = ["game", "labels / steps", "random", "learned reward (seeds)", "true reward (seeds)",
-            "normalised (CoinRun: learned / true)"]  # fmt: skip
+            "normalised (CoinRun: learned / true), finished seeds; running ones"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def figure(t: dict[str, Any]) -> str:  # finished seeds (final policies) apart from running ones
+        sides = t["sides"]
+        done = {
+            k: v
+            for k, v in t["normalized"].items()
+            if sides["learned"][k]["finished"] and sides["true"][k]["finished"]
+        }
+        going = [f"{v:.2f}" for k, v in sorted(t["normalized"].items()) if k not in done]
+        parts = [f"{np.median(list(done.values())):.2f} ({worst(done)})"] if done else []
+        return "; ".join(parts + (["running: " + ", ".join(going)] if going else [])) or "—"
+
     for task, t in table.items():
-        norm = t["median_normalized"]
         rand = "—" if t["random_return"] is None else f"{t['random_return']:.1f}"
         lines.append(
             "| "
@@ -463,7 +474,7 @@ def markdown(table: dict[str, Any]) -> str:
                     rand,
                     cell(t["sides"]["learned"]),
                     cell(t["sides"]["true"]),
-                    "—" if norm is None else f"{norm:.2f} ({worst(t['normalized'])})",
+                    figure(t),
                 ]
             )
             + " |"

@@ -66,7 +66,7 @@ def test_table_normalises_at_the_same_steps_and_draws_the_curves(tmp_path: Path)
     assert json.loads((copies / "pong" / "true-seed0.progress.json").read_text())["steps"] == 150_000
     md = at.markdown(table)
     assert "ALE/Pong-v5" in md and "running, 150k" in md, md
-    assert f"| {t['normalized'][0]:.2f} (1 seed) |" in md, md  # the worst seed is named from 2 seeds on
+    assert f"| running: {t['normalized'][0]:.2f} |" in md, md  # the true side still runs
 
 
 def test_coinrun_runs_the_same_agent_on_its_levels_and_reads_frames_with_the_flat_cnn(tmp_path: Path) -> None:
@@ -116,6 +116,7 @@ def test_finished_seeds_are_scored_by_their_final_policies(tmp_path: Path) -> No
     assert t["from_final"] == {0: True, 1: False}
     md = at.markdown({"coinrun": t})
     assert "| 7.4, 8.0 (running, 150k) |" in md and "procgen/coinrun 100" in md, md
+    assert f"| {7.4 / 6.9:.2f} (1 seed); running: 2.00 |" in md, md  # finished apart from running
 
 
 def test_the_label_budget_defaults_to_the_games(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
