@@ -423,6 +423,9 @@ SWIM50 = "Swimmer-v5-sac-oracle-50l-15000s"
 TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their own folder
 EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised tie exploration's rows
 CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
+RESET, RESET_ON = "agent-reset/", "-agent_reset_at=0.5"  # the agent restarted half-way, in their own folder
+DOT200 = "prefrl/MovingDot-v0-ppo-oracle-200l-100000s"  # (its rows name fragment_length=10 after the restart)
+LANDER = "LunarLander-v3-ppo-oracle-50l-100000s"  # PPO on LunarLander's discrete actions, chosen on nothing
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -660,6 +663,24 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "CartPole-v1 (PPO), 10 labels, 50,000 steps",
                 (CART10_WATCH, EXPLORE + CART10, EXPLORE + CART10 + STUCK),
+            ),
+        ),
+    ),
+    "agent-reset": Comparison(
+        ("row (PPO)", "no restart (today's default)", "restarted half-way, `--loop agent_reset_at=0.5`"),
+        (
+            (
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips (3 seeds)",
+                (
+                    "pixels-2026-11-27/" + DOT200 + "-fragment_length=10",
+                    RESET + DOT200 + RESET_ON + "-fragment_length=10",
+                ),
+            ),
+            ("Acrobot-v1, 30 labels, 100,000 steps (5 seeds)", (EXPLORE + ACRO30, RESET + ACRO30 + RESET_ON)),
+            ("CartPole-v1, 10 labels, 50,000 steps (5 seeds)", (EXPLORE + CART10, RESET + CART10 + RESET_ON)),
+            (
+                "LunarLander-v3 (chosen on nothing), 50 labels, 100,000 steps (3 seeds)",
+                (RESET + LANDER, RESET + LANDER + RESET_ON),
             ),
         ),
     ),

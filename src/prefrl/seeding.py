@@ -25,6 +25,7 @@ STREAMS = {
     "accuracy_policy": "the final policy's episodes of the final held-out reward accuracy",
     "accuracy_pairs": "clip pairs of the final held-out reward accuracy",
     "fresh_agent": "environments and agent of --final-agent-steps",
+    "agent_reset": "the fresh weights of --loop.agent-reset-at",
     "pseudo_labels": "unlabelled clips for the trainer's pseudo-labels, per iteration",
     "heldout": "clip pairs of reward/heldout_accuracy, per iteration",
     "watch": "steps the run watch scores (watch/* metrics), per iteration",

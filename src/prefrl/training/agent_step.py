@@ -82,6 +82,26 @@ class AgentStep:
         self.started = True
         self.env_steps += steps
 
+    def reset(self, seed: int) -> None:
+        """Give the agent fresh weights (policy, critics, optimisers), drawn from ``seed``; its
+        step counter, environment and (off-policy) replay buffer stay (``agent_reset_at``)."""
+        agent = self.agent
+        if agent is None:
+            return
+        if not isinstance(agent, BaseAlgorithm):
+            raise TypeError(
+                f"agent_reset_at restarts stable-baselines3 algorithms, not {type(agent).__name__}"
+            )
+        buffer = agent.replay_buffer if isinstance(agent, OffPolicyAlgorithm) else None
+        own = agent.seed
+        agent.seed = seed  # _setup_model draws the new weights from it
+        try:
+            agent._setup_model()
+        finally:
+            agent.seed = own
+        if isinstance(agent, OffPolicyAlgorithm) and buffer is not None:
+            agent.replay_buffer = buffer
+
     def initial_collection(self, entropy: Callable[[], AbstractContextManager[None]]) -> None:
         """Random-action steps, then ``pretrain_steps`` on the state-entropy reward ``entropy()``
         gives while inside it (PEBBLE), before the first query."""

@@ -135,6 +135,16 @@ class LoopConfig:
     nearer the clips its labels rejected than those they preferred (watch/standing below 0.5): an
     agent stuck where no clip differs, which the labels cannot lead out (Acrobot's arm hanging
     still once its first labels are in). Logged as agent/stuck_exploration."""
+    agent_reset_at: OptFloat = None
+    """Restart the agent once from fresh weights, at this share of its training iterations
+    (0.5: before iteration round(0.5 x iterations)): a policy shaped by the first rewards,
+    fitted to the fewest labels, can stay in what they paid after the reward has learned
+    better (the primacy bias of Nikishin et al. 2022, who reset agents for it). Off-policy
+    agents keep their replay buffer, relabelled with the current reward. Off: with PPO it
+    saved failed seeds of the moving dot and Acrobot-v1, but lost two of three
+    LunarLander-v3 seeds, whose agents were still climbing when they were restarted, and with
+    SAC it threw away HalfCheetah-v5's late recovery. Logged as agent/reset; the report says
+    where. None: never."""
     tie_probe: int = 5
     """While every label so far is a tie (or none is in yet), an iteration's queries start with
     this many: the rest are asked only if one of those answers prefers a clip, and otherwise go
@@ -270,6 +280,11 @@ class LoopConfig:
                 f"need labels_per_round >= 1 and round_interval >= 1, got {self.labels_per_round} "
                 f"and {self.round_interval}"
             )
+        if self.agent_reset_at is not None and not 0 < self.agent_reset_at < 1:
+            raise ValueError(
+                f"agent_reset_at must lie in (0, 1) (a share of the iterations; None: never), "
+                f"got {self.agent_reset_at}"
+            )
         if self.tie_probe < 0:
             raise ValueError(f"tie_probe must be >= 0 (0: off), got {self.tie_probe}")
         if self.query_schedule not in SCHEDULES:
@@ -290,6 +305,13 @@ class LoopConfig:
     def agent_steps(self) -> int:
         """Steps of agent training after the initial collection and pre-training."""
         return self.total_steps - self.random_steps - self.pretrain_steps
+
+    @property
+    def reset_iteration(self) -> int | None:
+        """The iteration before whose agent steps ``agent_reset_at`` restarts the agent (None: never)."""
+        if self.agent_reset_at is None:
+            return None
+        return max(1, round(self.agent_reset_at * self.iterations))
 
 
 @dataclass(frozen=True)

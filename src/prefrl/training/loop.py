@@ -46,6 +46,7 @@ from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import RewardTrainer
 from prefrl.rewards.nets import RewardNet
+from prefrl.seeding import stream_seed
 from prefrl.storage.logger import Logger, NullLogger, RowLogger
 from prefrl.teachers import AsyncTeacher, Teacher
 from prefrl.training.agent_reward import AgentReward, bonus_weight
@@ -284,6 +285,9 @@ class PreferenceLoop:
             m["agent/tie_exploration"] = float(
                 self.signal is not None and self.signal.explore_on_ties(all_ties or stuck)
             )
+            if i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
+                self.agent_step.reset(stream_seed(self.config.seed, "agent_reset"))
+                m["agent/reset"] = 1.0
             t0 = time.perf_counter()
             try:
                 self.agent_step.learn(self.agent_step.steps_for(i))

@@ -206,6 +206,8 @@ class WatchSummary(TypedDict):
     stuck: list[int]
     """Environment steps of the iterations that explored because the agent looked stuck
     (``tie_exploration_stuck``: the newest labels ties, ``watch/standing`` below 0.5)."""
+    reset: list[int]
+    """Environment steps where the agent restarted from fresh weights (``agent_reset_at``)."""
     text: str
     """The same in one line (:func:`describe`), for the report and the run's page."""
 
@@ -232,6 +234,7 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
             if "watch/restored_from_end" in h
         ],
         stuck=[int(h["step"]) for h in history if h.get("agent/stuck_exploration")],
+        reset=[int(h["step"]) for h in history if h.get("agent/reset")],
         text="",
     )
     s["text"] = describe(s)
@@ -273,6 +276,10 @@ def describe(s: WatchSummary) -> str:
         parts.append(
             f"the newest labels tied while the agent's steps looked like the rejected clips at {len(st)} "
             f"(first at step {st[0]:,}); the agent explored (state entropy) there"
+        )
+    if s.get("reset"):
+        parts.append(
+            f"the agent restarted from fresh weights at step {s['reset'][0]:,} (--loop.agent-reset-at)"
         )
     if s.get("restored"):
         b = s["restored"][-1][1]

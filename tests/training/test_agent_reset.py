@@ -1,0 +1,76 @@
+"""agent_reset_at: the agent restarts once from fresh weights part-way, keeping what it must."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from prefrl.training.config import LoopConfig
+from prefrl.training.watch import summary
+from tests.training.test_loop import build
+
+
+def _weights(agent) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in agent.policy.state_dict().items()}
+
+
+def _moved(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> bool:
+    return any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_reset_iteration_is_the_share_of_the_iterations() -> None:
+    cfg = LoopConfig(iterations=14)
+    assert cfg.reset_iteration is None  # off by default
+    assert dataclasses.replace(cfg, agent_reset_at=0.5).reset_iteration == 7
+    assert dataclasses.replace(cfg, agent_reset_at=0.25).reset_iteration == 4  # round(3.5)
+    assert dataclasses.replace(cfg, agent_reset_at=0.01).reset_iteration == 1  # never before any learning
+    for bad in (0.0, 1.0, -0.2, 1.5):
+        with pytest.raises(ValueError, match="agent_reset_at"):
+            LoopConfig(agent_reset_at=bad)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_reset_gives_fresh_weights_and_keeps_steps_and_replay(algo: str) -> None:
+    """The policy's weights change to new ones (not its first ones again), the step counter goes
+    on, and an off-policy agent keeps its replay buffer (the same transitions)."""
+    env_id = "CartPole-v1" if algo == "ppo" else "Pendulum-v1"
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10)
+    loop = build(cfg, algo=algo, env_id=env_id)
+    first = _weights(loop.agent)
+    loop.agent_step.learn(192)  # whole PPO rollouts (n_steps 64)
+    trained, steps = _weights(loop.agent), loop.agent.num_timesteps
+    buffer = loop.agent.replay_buffer if algo == "sac" else None
+    kept = None if buffer is None else buffer.observations[: buffer.pos].copy()
+    loop.agent_step.reset(seed=123)
+    fresh = _weights(loop.agent)
+    assert _moved(trained, fresh) and _moved(first, fresh)
+    assert loop.agent.num_timesteps == steps
+    if buffer is not None:
+        assert loop.agent.replay_buffer is buffer
+        np.testing.assert_array_equal(buffer.observations[: buffer.pos], kept)
+    loop.agent_step.learn(128)  # and it trains on from there
+    assert loop.agent.num_timesteps == steps + 128 and _moved(fresh, _weights(loop.agent))
+
+
+def test_loop_resets_once_at_its_iteration() -> None:
+    """A run with agent_reset_at restarts its agent before the agent steps of exactly one
+    iteration, logged as agent/reset and said in the report; a run without it does not; the
+    same seed draws the same fresh weights."""
+    cfg = LoopConfig(total_steps=600, total_labels=6, iterations=3, initial_steps=100, fragment_length=10)
+    loop = build(dataclasses.replace(cfg, agent_reset_at=0.5), algo="ppo", env_id="CartPole-v1")
+    loop.run()
+    assert [h.get("iteration") for h in loop.state.history if h.get("agent/reset")] == [2]  # round(0.5 x 3)
+    line = summary(loop.state.history)
+    assert line["reset"] == [int(loop.state.history[2]["step"])]
+    assert f"restarted from fresh weights at step {line['reset'][0]:,}" in line["text"]  # the report says so
+    off = build(cfg, algo="ppo", env_id="CartPole-v1")  # off by default
+    off.run()
+    assert not any(h.get("agent/reset") for h in off.state.history)
+    assert "restarted" not in summary(off.state.history)["text"]
+    a, b = (build(cfg, algo="ppo", env_id="CartPole-v1") for _ in range(2))
+    a.agent_step.reset(seed=7)
+    b.agent_step.reset(seed=7)
+    assert not _moved(_weights(a.agent), _weights(b.agent))
