@@ -679,7 +679,8 @@ COMPARISONS: dict[str, Comparison] = {
             ("Acrobot-v1, 30 labels, 100,000 steps (5 seeds)", (EXPLORE + ACRO30, RESET + ACRO30 + RESET_ON)),
             ("CartPole-v1, 10 labels, 50,000 steps (5 seeds)", (EXPLORE + CART10, RESET + CART10 + RESET_ON)),
             (
-                "LunarLander-v3 (chosen on nothing), 50 labels, 100,000 steps (3 seeds)",
+                "LunarLander-v3 (chosen on nothing), 50 labels, 100,000 steps "
+                "(5 and 3 seeds, against the same 5 true-reward runs)",
                 (RESET + LANDER, RESET + LANDER + RESET_ON),
             ),
         ),
