@@ -56,7 +56,8 @@ def test_the_earlier_policy_the_reward_pays_more_is_given_back_at_the_end() -> N
     restore.remember(agent, _cartpole(False, seed=1), 2000)  # then one that falls at once
     bad = _state(agent)
     signal = restore.check()  # during the run: only said
-    assert set(signal) == {"watch/restore_gap"} and signal["watch/restore_gap"] > 2
+    assert set(signal) == {"watch/restore_gap", "watch/climb"} and signal["watch/restore_gap"] > 2
+    assert signal["watch/climb"] < -2  # the newest policy is paid clearly less than the oldest
     assert all(torch.equal(v, bad[k]) for k, v in _state(agent).items())
     out = restore.choose(agent)
     assert out["watch/restored_from"] == 1000.0 and out["watch/restore_gap"] == signal["watch/restore_gap"]
@@ -95,6 +96,24 @@ def test_the_newest_policy_stays_when_it_is_paid_as_much_or_more() -> None:
     for step in (1000, 2000):
         same.remember(agent, _cartpole(True, seed=0), step)
     assert same.choose(agent) == {"watch/restore_gap": 0.0}
+
+
+def test_climb_compares_the_newest_kept_policy_with_the_oldest() -> None:
+    """watch/climb: positive where the newest policy is paid clearly more than the oldest kept,
+    0 for the same episodes, NaN with one policy kept; a policy between them does not count."""
+    agent = _ppo()
+    restore = AgentRestore(_paid_per_step(), 2.0)
+    restore.remember(agent, _cartpole(False, seed=1), 1000)  # falls at once
+    assert np.isnan(restore.climb())
+    restore.remember(agent, _cartpole(True, seed=0), 2000)  # balances
+    rising = restore.climb()
+    assert rising > 2
+    restore.remember(agent, _cartpole(False, seed=2), 3000)  # falls again: no climb over the window
+    assert abs(restore.climb()) < 2 < rising
+    same = AgentRestore(_paid_per_step(), 2.0)
+    for step in (1000, 2000):
+        same.remember(agent, _cartpole(True, seed=0), step)
+    assert same.climb() == 0.0
 
 
 def test_only_policies_with_enough_complete_episodes_are_kept() -> None:

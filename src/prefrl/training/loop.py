@@ -118,7 +118,7 @@ class PreferenceLoop:
         self.progress = LoopProgress()
         self.fit = RewardFit(reward_net, trainer, config, self.run_dir)
         self.watch = RunWatch(reward_net, config.seed)
-        on = config.watch_restore > 0 and agent is not None
+        on = (config.watch_restore > 0 or config.agent_reset_climb is not None) and agent is not None
         self.restore = AgentRestore(reward_net, config.watch_restore) if on else None
         self.labels = Labels(config, teacher, dataset, self.run_dir, on_new=self._labels_added)
         self.clips = Clips(config, reward_net, recorder, trajectories, side_env)
@@ -286,8 +286,11 @@ class PreferenceLoop:
                 self.signal is not None and self.signal.explore_on_ties(all_ties or stuck)
             )
             if i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
-                self.agent_step.reset(stream_seed(self.config.seed, "agent_reset"))
-                m["agent/reset"] = 1.0
+                if self._reset_due(m):
+                    self.agent_step.reset(stream_seed(self.config.seed, "agent_reset"))
+                    m["agent/reset"] = 1.0
+                else:
+                    m["agent/reset_skipped"] = 1.0
             t0 = time.perf_counter()
             try:
                 self.agent_step.learn(self.agent_step.steps_for(i))
@@ -297,6 +300,13 @@ class PreferenceLoop:
             m["time/agent_s"] = time.perf_counter() - t0
         m["env_steps"] = float(self.env_steps)
         return m
+
+    def _reset_due(self, m: dict[str, float]) -> bool:
+        """At ``agent_reset_at``'s iteration: restart, unless ``agent_reset_climb`` gates it and
+        the agent is still climbing by its current reward (``watch/climb`` of this iteration at
+        or above the gate; an unmeasured climb, fewer than two policies kept, keeps the agent)."""
+        gate = self.config.agent_reset_climb
+        return gate is None or bool(m.get("watch/climb", np.inf) < gate)
 
     def _stuck(self, m: dict[str, float]) -> bool:
         """``tie_exploration_stuck``: the newest :data:`STUCK_LABELS` labels (some asked this
@@ -334,7 +344,7 @@ class PreferenceLoop:
     def _last_restore(self) -> dict[str, float]:
         """Training is done: end with the kept policy the reward now rates best
         (:meth:`~prefrl.training.restore.AgentRestore.choose`), the last iteration's included."""
-        if self.restore is None or self.clips.recorder is None:
+        if self.restore is None or self.config.watch_restore <= 0 or self.clips.recorder is None:
             return {}
         batch = self.clips.recorder.pop_episodes()
         if batch is None:

@@ -180,10 +180,24 @@ class AgentRestore:
         lead = gap / se if se > 0 else (np.inf if gap > 0 else 0.0)
         return best, float(min(lead, 1e6))
 
+    def climb(self) -> float:
+        """How far the newest kept policy's episodes score above the oldest kept policy's under
+        the reward as it stands, in standard errors of the difference (pooled as in
+        :meth:`lead`); ``nan`` with fewer than two kept. Near 0 or below: the agent has not
+        improved, by its current reward, over the window the copies span."""
+        if len(self.kept) < 2:
+            return float("nan")
+        scores = self.scores()
+        pooled = np.mean([s.var(ddof=1) for s in scores])
+        se = float(np.sqrt(pooled * (1 / len(scores[0]) + 1 / len(scores[-1]))))
+        gap = float(scores[-1].mean() - scores[0].mean())
+        return float(np.clip(gap / se, -1e6, 1e6)) if se > 0 else (np.inf if gap > 0 else 0.0)
+
     def check(self) -> dict[str, float]:
-        """``watch/restore_gap``: the best earlier policy's lead over the newest (a signal only)."""
+        """``watch/restore_gap``: the best earlier policy's lead over the newest, and
+        ``watch/climb`` (:meth:`climb`); signals only."""
         best, lead = self.lead()
-        return {} if best < 0 else {"watch/restore_gap": lead}
+        return {} if best < 0 else {"watch/restore_gap": lead, "watch/climb": self.climb()}
 
     def choose(self, agent: Any) -> dict[str, float]:
         """The end of training: give ``agent`` the best earlier policy where it leads the

@@ -25,6 +25,12 @@ measures the current reward on them (``watch/*`` in ``metrics.csv``):
     relative to the two. Below 0.5 the agent's behaviour looks more like what lost than what
     won (``tie_exploration_stuck`` explores then, where its newest labels were all ties).
 
+``watch/climb``
+    After the reward's fit: how far the agent's newest kept policy's episodes score above its
+    oldest kept policy's (the copies of ``watch_restore``, :mod:`prefrl.training.restore`),
+    under the reward as it stands, in standard errors. Near 0: by its current reward the agent
+    has stopped improving (``agent_reset_climb`` restarts only such an agent).
+
 The reward fit adds ``reward/fresh_accuracy`` (the model's guesses on the labels that came
 since the previous fit, before it trains on them: the trust record of
 :mod:`prefrl.preference.trust`; ``reward/fresh_hits`` and ``reward/fresh_n`` per fit).
@@ -208,6 +214,9 @@ class WatchSummary(TypedDict):
     (``tie_exploration_stuck``: the newest labels ties, ``watch/standing`` below 0.5)."""
     reset: list[int]
     """Environment steps where the agent restarted from fresh weights (``agent_reset_at``)."""
+    reset_skipped: list[list[float]]
+    """``[[step, climb]]`` where ``agent_reset_climb`` kept the agent's weights: it was still
+    climbing by its current reward (``watch/climb``, standard errors)."""
     text: str
     """The same in one line (:func:`describe`), for the report and the run's page."""
 
@@ -235,6 +244,11 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
         ],
         stuck=[int(h["step"]) for h in history if h.get("agent/stuck_exploration")],
         reset=[int(h["step"]) for h in history if h.get("agent/reset")],
+        reset_skipped=[
+            [int(h["step"]), float(h.get("watch/climb", float("nan")))]
+            for h in history
+            if h.get("agent/reset_skipped")
+        ],
         text="",
     )
     s["text"] = describe(s)
@@ -280,6 +294,12 @@ def describe(s: WatchSummary) -> str:
     if s.get("reset"):
         parts.append(
             f"the agent restarted from fresh weights at step {s['reset'][0]:,} (--loop.agent-reset-at)"
+        )
+    if s.get("reset_skipped"):
+        step, climb = s["reset_skipped"][0]
+        parts.append(
+            f"the agent kept its weights at step {int(step):,}: still climbing by its current reward "
+            f"({climb:.1f} standard errors above its oldest kept policy; --loop.agent-reset-climb)"
         )
     if s.get("restored"):
         b = s["restored"][-1][1]
