@@ -96,7 +96,7 @@ def test_climb_gate_restarts_only_an_agent_that_stopped_climbing() -> None:
     reset.run()
     assert [h.get("iteration") for h in reset.state.history if h.get("agent/reset")] == [2]
     assert not any(h.get("agent/reset_skipped") for h in reset.state.history)
-    assert not any("watch/restored_from_end" in h for h in reset.state.history)  # watch_restore off: no end choice
+    assert not any("watch/restored_from_end" in h for h in reset.state.history)  # no end choice
 
 
 def test_climb_gate_needs_the_restart_and_a_number() -> None:
