@@ -104,3 +104,57 @@ def test_climb_gate_needs_the_restart_and_a_number() -> None:
     for at, gate in ((None, 2.0), (0.5, float("nan")), (0.5, float("inf"))):
         with pytest.raises(ValueError, match="agent_reset_climb"):
             LoopConfig(agent_reset_at=at, agent_reset_climb=gate)
+
+
+def test_reset_trial_gives_the_replaced_policy_back_where_the_fresh_one_is_paid_less() -> None:
+    """agent_reset_trial: the trial's iteration compares the fresh agent with the policy it
+    replaced under the reward as it stands; paid less, the replaced policy's weights come back
+    (the very ones kept at the restart); the report says which way it went."""
+    cfg = LoopConfig(total_steps=800, total_labels=6, iterations=4, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5, agent_reset_trial=1, watch_restore=0.0)  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    undone: dict[str, torch.Tensor] = {}
+    original = loop.restore.give_back
+
+    def spy(agent, env_steps: int) -> None:  # record what comes back, then let it happen
+        original(agent, env_steps)
+        undone.update(_weights(agent))
+        assert [s.env_steps for s in loop.restore.kept].count(env_steps) == 1
+
+    loop.restore.give_back = spy  # type: ignore[method-assign]
+    loop.run()
+    rows = loop.state.history
+    assert [h["iteration"] for h in rows if h.get("agent/reset")] == [2]
+    trial = [h for h in rows if "agent/reset_trial" in h]
+    assert [h["iteration"] for h in trial] == [3] and np.isfinite(trial[0]["agent/reset_trial"])
+    line = summary(rows)
+    lead = trial[0]["agent/reset_trial"]
+    assert line["reset_trial"] == [[int(trial[0]["step"]), lead, float(lead < 0)]]
+    if lead < 0:
+        replaced = next(s for s in loop.restore.kept if s.env_steps == rows[2]["agent/reset_from"])
+        assert all(torch.equal(undone[k], v) for k, v in replaced.params.items())
+        assert "which came back" in line["text"]
+    else:
+        assert not undone and "which stayed replaced" in line["text"]
+
+
+def test_reset_trial_decides_by_the_sign_of_the_fresh_agents_lead(monkeypatch) -> None:
+    """Both ways: a fresh agent paid less gets the replaced policy's weights back, one paid more
+    keeps its own."""
+    from prefrl.training.restore import AgentRestore
+
+    cfg = LoopConfig(total_steps=800, total_labels=6, iterations=4, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5, agent_reset_trial=1)  # fmt: skip
+    for lead, back in ((-3.0, True), (3.0, False)):
+        monkeypatch.setattr(AgentRestore, "newest_over", lambda self, steps, lead=lead: lead)
+        loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+        loop.run()
+        row = next(h for h in loop.state.history if "agent/reset_trial" in h)
+        assert row["agent/reset_trial"] == lead and bool(row.get("agent/reset_undone")) == back
+
+
+def test_reset_trial_is_validated() -> None:
+    LoopConfig(iterations=14, agent_reset_at=0.5, agent_reset_trial=2)  # fine
+    for at, trial in ((None, 2), (0.5, 0), (0.5, 7), (0.9, 2)):
+        with pytest.raises(ValueError, match="agent_reset_trial"):
+            LoopConfig(iterations=14, agent_reset_at=at, agent_reset_trial=trial)

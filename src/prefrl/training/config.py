@@ -12,6 +12,10 @@ from prefrl.config_types import OptBool, OptFloat, OptInt
 from prefrl.selection.selectors import MEASURES
 from prefrl.training.schedules import SCHEDULES
 
+TRIAL_MAX = 6
+"""The longest trial of a restart, in iterations (``agent_reset_trial``): the replaced policy
+must still be among the policies the restore keeps (the newest 8)."""
+
 TIE_WARN = 0.5
 """Share of tied labels from which a run warns that little can be learned."""
 TIE_HINT = (
@@ -151,6 +155,13 @@ class LoopConfig:
     policy the run keeps (watch/climb: the copies of watch_restore, scored by the reward as it
     stands after that iteration's fit). An agent still improving by its current reward keeps
     its weights (logged as agent/reset_skipped). None: restart regardless."""
+    agent_reset_trial: OptInt = None
+    """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
+    stands after that iteration's fit, compares the fresh agent's newest episodes with the last
+    episodes of the policy it replaced (the copies of watch_restore); where the fresh agent is
+    paid less, the replaced policy comes back and trains on (logged as agent/reset_trial, the
+    fresh agent's lead in standard errors, and agent/reset_undone). An agent that was still
+    climbing loses only the trial's steps. None: the restart stands."""
     tie_probe: int = 5
     """While every label so far is a tie (or none is in yet), an iteration's queries start with
     this many: the rest are asked only if one of those answers prefers a clip, and otherwise go
@@ -294,6 +305,20 @@ class LoopConfig:
                 f"and a finite number of standard errors, got agent_reset_climb={self.agent_reset_climb} "
                 f"with agent_reset_at={self.agent_reset_at}"
             )
+        if self.agent_reset_trial is not None:
+            last = self.iterations - 1
+            if self.agent_reset_at is None or not 1 <= self.agent_reset_trial <= TRIAL_MAX:
+                raise ValueError(
+                    f"agent_reset_trial makes the restart of agent_reset_at a trial of 1 to {TRIAL_MAX} "
+                    f"iterations: it needs agent_reset_at, got agent_reset_trial={self.agent_reset_trial} "
+                    f"with agent_reset_at={self.agent_reset_at}"
+                )
+            if 0 < self.agent_reset_at < 1 and (self.reset_iteration or 0) + self.agent_reset_trial > last:
+                raise ValueError(
+                    f"agent_reset_trial={self.agent_reset_trial}: the trial of the restart at iteration "
+                    f"{self.reset_iteration} would end after the last iteration ({last}); restart "
+                    "earlier or shorten the trial"
+                )
         if self.agent_reset_at is not None and not 0 < self.agent_reset_at < 1:
             raise ValueError(
                 f"agent_reset_at must lie in (0, 1) (a share of the iterations; None: never), "

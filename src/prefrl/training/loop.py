@@ -118,7 +118,8 @@ class PreferenceLoop:
         self.progress = LoopProgress()
         self.fit = RewardFit(reward_net, trainer, config, self.run_dir)
         self.watch = RunWatch(reward_net, config.seed)
-        on = (config.watch_restore > 0 or config.agent_reset_climb is not None) and agent is not None
+        gated = config.agent_reset_climb is not None or config.agent_reset_trial is not None
+        on = (config.watch_restore > 0 or gated) and agent is not None
         self.restore = AgentRestore(reward_net, config.watch_restore) if on else None
         self.labels = Labels(config, teacher, dataset, self.run_dir, on_new=self._labels_added)
         self.clips = Clips(config, reward_net, recorder, trajectories, side_env)
@@ -287,10 +288,12 @@ class PreferenceLoop:
             )
             if i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
                 if self._reset_due(m):
+                    m["agent/reset_from"] = float(self.env_steps)  # the replaced policy's copy
                     self.agent_step.reset(stream_seed(self.config.seed, "agent_reset"))
                     m["agent/reset"] = 1.0
                 else:
                     m["agent/reset_skipped"] = 1.0
+            m.update(self._reset_trial(i))
             t0 = time.perf_counter()
             try:
                 self.agent_step.learn(self.agent_step.steps_for(i))
@@ -307,6 +310,24 @@ class PreferenceLoop:
         or above the gate; an unmeasured climb, fewer than two policies kept, keeps the agent)."""
         gate = self.config.agent_reset_climb
         return gate is None or bool(m.get("watch/climb", np.inf) < gate)
+
+    def _reset_trial(self, i: int) -> dict[str, float]:
+        """``agent_reset_trial``'s iteration: give the replaced policy back where the reward now
+        pays the fresh agent's newest episodes less than that policy's last ones."""
+        c = self.config
+        if c.agent_reset_trial is None or c.reset_iteration is None or self.restore is None:
+            return {}
+        if i != c.reset_iteration + c.agent_reset_trial:
+            return {}
+        replaced = [h["agent/reset_from"] for h in self.progress.history if "agent/reset_from" in h]
+        if not replaced:  # no restart (the climb gate kept the agent)
+            return {}
+        lead = self.restore.newest_over(int(replaced[-1]))
+        out = {"agent/reset_trial": lead}
+        if lead < 0:  # NaN (the replaced policy played too few episodes to be kept): it stands
+            self.restore.give_back(self.agent, int(replaced[-1]))
+            out["agent/reset_undone"] = 1.0
+        return out
 
     def _stuck(self, m: dict[str, float]) -> bool:
         """``tie_exploration_stuck``: the newest :data:`STUCK_LABELS` labels (some asked this

@@ -185,13 +185,28 @@ class AgentRestore:
         the reward as it stands, in standard errors of the difference (pooled as in
         :meth:`lead`); ``nan`` with fewer than two kept. Near 0 or below: the agent has not
         improved, by its current reward, over the window the copies span."""
-        if len(self.kept) < 2:
+        return self.newest_over(self.kept[0].env_steps) if len(self.kept) > 1 else float("nan")
+
+    def newest_over(self, env_steps: int) -> float:
+        """The newest kept policy's lead over the kept policy taken at ``env_steps``, in standard
+        errors of the difference (pooled as in :meth:`lead`), under the reward as it stands;
+        ``nan`` where no such policy is kept or it is the newest."""
+        at = [j for j, s in enumerate(self.kept[:-1]) if s.env_steps == env_steps]
+        if not at:
             return float("nan")
         scores = self.scores()
+        old, new = scores[at[-1]], scores[-1]
         pooled = np.mean([s.var(ddof=1) for s in scores])
-        se = float(np.sqrt(pooled * (1 / len(scores[0]) + 1 / len(scores[-1]))))
-        gap = float(scores[-1].mean() - scores[0].mean())
+        se = float(np.sqrt(pooled * (1 / len(old) + 1 / len(new))))
+        gap = float(new.mean() - old.mean())
         return float(np.clip(gap / se, -1e6, 1e6)) if se > 0 else (np.inf if gap > 0 else 0.0)
+
+    def give_back(self, agent: Any, env_steps: int) -> None:
+        """Load the kept policy taken at ``env_steps`` into ``agent`` (it then stands for the
+        newest, as in :meth:`choose`)."""
+        j = next(j for j, s in enumerate(self.kept) if s.env_steps == env_steps)
+        set_agent_params(agent, self.kept[j].params)
+        self.kept.append(self.kept.pop(j))
 
     def check(self) -> dict[str, float]:
         """``watch/restore_gap``: the best earlier policy's lead over the newest, and

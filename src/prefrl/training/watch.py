@@ -214,6 +214,10 @@ class WatchSummary(TypedDict):
     (``tie_exploration_stuck``: the newest labels ties, ``watch/standing`` below 0.5)."""
     reset: list[int]
     """Environment steps where the agent restarted from fresh weights (``agent_reset_at``)."""
+    reset_trial: list[list[float]]
+    """``[[step, lead, undone]]`` where a restart's trial ended (``agent_reset_trial``): the fresh
+    agent's lead over the policy it replaced, in standard errors, and 1 where that policy came
+    back."""
     reset_skipped: list[list[float]]
     """``[[step, climb]]`` where ``agent_reset_climb`` kept the agent's weights: it was still
     climbing by its current reward (``watch/climb``, standard errors)."""
@@ -244,6 +248,11 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
         ],
         stuck=[int(h["step"]) for h in history if h.get("agent/stuck_exploration")],
         reset=[int(h["step"]) for h in history if h.get("agent/reset")],
+        reset_trial=[
+            [int(h["step"]), float(h["agent/reset_trial"]), float(h.get("agent/reset_undone", 0.0))]
+            for h in history
+            if "agent/reset_trial" in h
+        ],
         reset_skipped=[
             [int(h["step"]), float(h.get("watch/climb", float("nan")))]
             for h in history
@@ -295,6 +304,23 @@ def describe(s: WatchSummary) -> str:
         parts.append(
             f"the agent restarted from fresh weights at step {s['reset'][0]:,} (--loop.agent-reset-at)"
         )
+    if s.get("reset_trial"):
+        step, lead, undone = s["reset_trial"][0]
+        if not np.isfinite(lead):
+            parts.append(
+                f"at step {int(step):,} the restart's trial could not compare (the replaced policy had "
+                "too few complete episodes kept); the restart stood (--loop.agent-reset-trial)"
+            )
+        else:
+            verdict = (
+                "paid the fresh agent less than the policy it replaced, which came back"
+                if undone
+                else "paid the fresh agent at least as much as the policy it replaced, which stayed replaced"
+            )
+            parts.append(
+                f"at step {int(step):,} the reward {verdict} ({lead:+.1f} standard errors; "
+                "--loop.agent-reset-trial)"
+            )
     if s.get("reset_skipped"):
         step, climb = s["reset_skipped"][0]
         parts.append(
