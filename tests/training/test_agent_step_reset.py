@@ -121,7 +121,7 @@ def test_reset_trial_gives_the_replaced_policy_back_where_the_fresh_one_is_paid_
         undone.update(_weights(agent))
         assert [s.env_steps for s in loop.restore.kept].count(env_steps) == 1
 
-    loop.restore.give_back = spy  # type: ignore[method-assign]
+    loop.restore.give_back = spy
     loop.run()
     rows = loop.state.history
     assert [h["iteration"] for h in rows if h.get("agent/reset")] == [2]
