@@ -76,36 +76,6 @@ def test_loop_resets_once_at_its_iteration() -> None:
     assert not _moved(_weights(a.agent), _weights(b.agent))
 
 
-def test_climb_gate_restarts_only_an_agent_that_stopped_climbing() -> None:
-    """agent_reset_climb: at the restart's iteration an agent whose watch/climb lies at or above
-    the gate keeps its weights (agent/reset_skipped, said in the report with the climb); below
-    the gate it restarts as without the gate. The climb is measured on the restore copies,
-    kept even where watch_restore is off."""
-    cfg = LoopConfig(total_steps=600, total_labels=6, iterations=3, initial_steps=100, fragment_length=10,
-                     agent_reset_at=0.5, watch_restore=0.0)  # fmt: skip
-    kept = build(dataclasses.replace(cfg, agent_reset_climb=-1e6), algo="ppo", env_id="CartPole-v1")
-    kept.run()
-    row = kept.state.history[2]
-    assert np.isfinite(row["watch/climb"]) and row.get("agent/reset_skipped") == 1.0
-    assert not any(h.get("agent/reset") for h in kept.state.history)
-    line = summary(kept.state.history)
-    assert line["reset_skipped"] == [[int(row["step"]), row["watch/climb"]]]
-    assert f"kept its weights at step {int(row['step']):,}: still climbing" in line["text"]
-    assert "restarted" not in line["text"]
-    reset = build(dataclasses.replace(cfg, agent_reset_climb=1e6), algo="ppo", env_id="CartPole-v1")
-    reset.run()
-    assert [h.get("iteration") for h in reset.state.history if h.get("agent/reset")] == [2]
-    assert not any(h.get("agent/reset_skipped") for h in reset.state.history)
-    assert not any("watch/restored_from_end" in h for h in reset.state.history)  # no end choice
-
-
-def test_climb_gate_needs_the_restart_and_a_number() -> None:
-    LoopConfig(agent_reset_at=0.5, agent_reset_climb=2.0)  # fine
-    for at, gate in ((None, 2.0), (0.5, float("nan")), (0.5, float("inf"))):
-        with pytest.raises(ValueError, match="agent_reset_climb"):
-            LoopConfig(agent_reset_at=at, agent_reset_climb=gate)
-
-
 def test_reset_trial_gives_the_replaced_policy_back_where_the_fresh_one_is_paid_less() -> None:
     """agent_reset_trial: the trial's iteration compares the fresh agent with the policy it
     replaced under the reward as it stands; paid less, the replaced policy's weights come back

@@ -149,12 +149,6 @@ class LoopConfig:
     LunarLander-v3 seeds, whose agents were still climbing when they were restarted, and with
     SAC it threw away HalfCheetah-v5's late recovery. Logged as agent/reset; the report says
     where. None: never."""
-    agent_reset_climb: OptFloat = None
-    """With agent_reset_at: restart only an agent that has stopped climbing, where its newest
-    policy's episodes score less than this many standard errors above those of the oldest
-    policy the run keeps (watch/climb: the copies of watch_restore, scored by the reward as it
-    stands after that iteration's fit). An agent still improving by its current reward keeps
-    its weights (logged as agent/reset_skipped). None: restart regardless."""
     agent_reset_trial: OptInt = None
     """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
@@ -296,14 +290,6 @@ class LoopConfig:
             raise ValueError(
                 f"need labels_per_round >= 1 and round_interval >= 1, got {self.labels_per_round} "
                 f"and {self.round_interval}"
-            )
-        if self.agent_reset_climb is not None and (
-            self.agent_reset_at is None or not np.isfinite(self.agent_reset_climb)
-        ):
-            raise ValueError(
-                "agent_reset_climb gates the restart of agent_reset_at: it needs agent_reset_at "
-                f"and a finite number of standard errors, got agent_reset_climb={self.agent_reset_climb} "
-                f"with agent_reset_at={self.agent_reset_at}"
             )
         if self.agent_reset_trial is not None:
             last = self.iterations - 1

@@ -118,8 +118,7 @@ class PreferenceLoop:
         self.progress = LoopProgress()
         self.fit = RewardFit(reward_net, trainer, config, self.run_dir)
         self.watch = RunWatch(reward_net, config.seed)
-        gated = config.agent_reset_climb is not None or config.agent_reset_trial is not None
-        on = (config.watch_restore > 0 or gated) and agent is not None
+        on = (config.watch_restore > 0 or config.agent_reset_trial is not None) and agent is not None
         self.restore = AgentRestore(reward_net, config.watch_restore) if on else None
         self.labels = Labels(config, teacher, dataset, self.run_dir, on_new=self._labels_added)
         self.clips = Clips(config, reward_net, recorder, trajectories, side_env)
@@ -287,12 +286,9 @@ class PreferenceLoop:
                 self.signal is not None and self.signal.explore_on_ties(all_ties or stuck)
             )
             if i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
-                if self._reset_due(m):
-                    m["agent/reset_from"] = float(self.env_steps)  # the replaced policy's copy
-                    self.agent_step.reset(stream_seed(self.config.seed, "agent_reset"))
-                    m["agent/reset"] = 1.0
-                else:
-                    m["agent/reset_skipped"] = 1.0
+                m["agent/reset_from"] = float(self.env_steps)  # the replaced policy's copy
+                self.agent_step.reset(stream_seed(self.config.seed, "agent_reset"))
+                m["agent/reset"] = 1.0
             m.update(self._reset_trial(i))
             t0 = time.perf_counter()
             try:
@@ -304,13 +300,6 @@ class PreferenceLoop:
         m["env_steps"] = float(self.env_steps)
         return m
 
-    def _reset_due(self, m: dict[str, float]) -> bool:
-        """At ``agent_reset_at``'s iteration: restart, unless ``agent_reset_climb`` gates it and
-        the agent is still climbing by its current reward (``watch/climb`` of this iteration at
-        or above the gate; an unmeasured climb, fewer than two policies kept, keeps the agent)."""
-        gate = self.config.agent_reset_climb
-        return gate is None or bool(m.get("watch/climb", np.inf) < gate)
-
     def _reset_trial(self, i: int) -> dict[str, float]:
         """``agent_reset_trial``'s iteration: give the replaced policy back where the reward now
         pays the fresh agent's newest episodes less than that policy's last ones."""
@@ -320,7 +309,7 @@ class PreferenceLoop:
         if i != c.reset_iteration + c.agent_reset_trial:
             return {}
         replaced = [h["agent/reset_from"] for h in self.progress.history if "agent/reset_from" in h]
-        if not replaced:  # no restart (the climb gate kept the agent)
+        if not replaced:  # a run from before agent/reset_from was logged
             return {}
         lead = self.restore.newest_over(int(replaced[-1]))
         out = {"agent/reset_trial": lead}

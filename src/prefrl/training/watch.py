@@ -29,7 +29,7 @@ measures the current reward on them (``watch/*`` in ``metrics.csv``):
     After the reward's fit: how far the agent's newest kept policy's episodes score above its
     oldest kept policy's (the copies of ``watch_restore``, :mod:`prefrl.training.restore`),
     under the reward as it stands, in standard errors. Near 0: by its current reward the agent
-    has stopped improving (``agent_reset_climb`` restarts only such an agent).
+    has stopped improving over the window the copies span.
 
 The reward fit adds ``reward/fresh_accuracy`` (the model's guesses on the labels that came
 since the previous fit, before it trains on them: the trust record of
@@ -218,9 +218,6 @@ class WatchSummary(TypedDict):
     """``[[step, lead, undone]]`` where a restart's trial ended (``agent_reset_trial``): the fresh
     agent's lead over the policy it replaced, in standard errors, and 1 where that policy came
     back."""
-    reset_skipped: list[list[float]]
-    """``[[step, climb]]`` where ``agent_reset_climb`` kept the agent's weights: it was still
-    climbing by its current reward (``watch/climb``, standard errors)."""
     text: str
     """The same in one line (:func:`describe`), for the report and the run's page."""
 
@@ -252,11 +249,6 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
             [int(h["step"]), float(h["agent/reset_trial"]), float(h.get("agent/reset_undone", 0.0))]
             for h in history
             if "agent/reset_trial" in h
-        ],
-        reset_skipped=[
-            [int(h["step"]), float(h.get("watch/climb", float("nan")))]
-            for h in history
-            if h.get("agent/reset_skipped")
         ],
         text="",
     )
@@ -321,12 +313,6 @@ def describe(s: WatchSummary) -> str:
                 f"at step {int(step):,} the reward {verdict} ({lead:+.1f} standard errors; "
                 "--loop.agent-reset-trial)"
             )
-    if s.get("reset_skipped"):
-        step, climb = s["reset_skipped"][0]
-        parts.append(
-            f"the agent kept its weights at step {int(step):,}: still climbing by its current reward "
-            f"({climb:.1f} standard errors above its oldest kept policy; --loop.agent-reset-climb)"
-        )
     if s.get("restored"):
         b = s["restored"][-1][1]
         parts.append(
