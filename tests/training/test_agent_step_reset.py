@@ -124,7 +124,11 @@ def test_reset_trial_decides_by_the_sign_of_the_fresh_agents_lead(monkeypatch) -
 
 
 def test_reset_trial_is_validated() -> None:
-    LoopConfig(iterations=14, agent_reset_at=0.5, agent_reset_trial=2)  # fine
-    for at, trial in ((None, 2), (0.5, 0), (0.5, 7), (0.9, 2)):
+    assert LoopConfig(iterations=14, agent_reset_at=0.5, agent_reset_trial=2).reset_trial_iteration == 9
+    assert LoopConfig(iterations=14, agent_reset_at=0.8, agent_reset_trial=3).reset_trial_iteration == 13
+    assert LoopConfig(iterations=14, agent_reset_at=0.9, agent_reset_trial=2).reset_trial_iteration is None
+    assert LoopConfig(iterations=2, agent_reset_at=0.5, agent_reset_trial=2).reset_trial_iteration is None
+    assert LoopConfig(iterations=14, agent_reset_at=0.5).reset_trial_iteration is None
+    for at, trial in ((None, 2), (0.5, 0), (0.5, 7)):
         with pytest.raises(ValueError, match="agent_reset_trial"):
             LoopConfig(iterations=14, agent_reset_at=at, agent_reset_trial=trial)

@@ -155,7 +155,8 @@ class LoopConfig:
     episodes of the policy it replaced (the copies of watch_restore); where the fresh agent is
     paid less, the replaced policy comes back and trains on (logged as agent/reset_trial, the
     fresh agent's lead in standard errors, and agent/reset_undone). An agent that was still
-    climbing loses only the trial's steps. None: the restart stands."""
+    climbing loses only the trial's steps. A trial that would run past the last iteration ends
+    there (none where the restart comes at the last). None: the restart stands."""
     tie_probe: int = 5
     """While every label so far is a tie (or none is in yet), an iteration's queries start with
     this many: the rest are asked only if one of those answers prefers a clip, and otherwise go
@@ -291,20 +292,14 @@ class LoopConfig:
                 f"need labels_per_round >= 1 and round_interval >= 1, got {self.labels_per_round} "
                 f"and {self.round_interval}"
             )
-        if self.agent_reset_trial is not None:
-            last = self.iterations - 1
-            if self.agent_reset_at is None or not 1 <= self.agent_reset_trial <= TRIAL_MAX:
-                raise ValueError(
-                    f"agent_reset_trial makes the restart of agent_reset_at a trial of 1 to {TRIAL_MAX} "
-                    f"iterations: it needs agent_reset_at, got agent_reset_trial={self.agent_reset_trial} "
-                    f"with agent_reset_at={self.agent_reset_at}"
-                )
-            if 0 < self.agent_reset_at < 1 and (self.reset_iteration or 0) + self.agent_reset_trial > last:
-                raise ValueError(
-                    f"agent_reset_trial={self.agent_reset_trial}: the trial of the restart at iteration "
-                    f"{self.reset_iteration} would end after the last iteration ({last}); restart "
-                    "earlier or shorten the trial"
-                )
+        if self.agent_reset_trial is not None and (
+            self.agent_reset_at is None or not 1 <= self.agent_reset_trial <= TRIAL_MAX
+        ):
+            raise ValueError(
+                f"agent_reset_trial makes the restart of agent_reset_at a trial of 1 to {TRIAL_MAX} "
+                f"iterations: it needs agent_reset_at, got agent_reset_trial={self.agent_reset_trial} "
+                f"with agent_reset_at={self.agent_reset_at}"
+            )
         if self.agent_reset_at is not None and not 0 < self.agent_reset_at < 1:
             raise ValueError(
                 f"agent_reset_at must lie in (0, 1) (a share of the iterations; None: never), "
@@ -337,6 +332,16 @@ class LoopConfig:
         if self.agent_reset_at is None:
             return None
         return max(1, round(self.agent_reset_at * self.iterations))
+
+    @property
+    def reset_trial_iteration(self) -> int | None:
+        """The iteration whose fit decides ``agent_reset_trial``'s trial: ``agent_reset_trial``
+        iterations after the restart, at most the last iteration (None: no trial, also where
+        the restart comes at the last iteration)."""
+        start, trial = self.reset_iteration, self.agent_reset_trial
+        if start is None or trial is None or start >= self.iterations - 1:
+            return None
+        return min(start + trial, self.iterations - 1)
 
 
 @dataclass(frozen=True)

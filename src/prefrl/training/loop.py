@@ -303,10 +303,7 @@ class PreferenceLoop:
     def _reset_trial(self, i: int) -> dict[str, float]:
         """``agent_reset_trial``'s iteration: give the replaced policy back where the reward now
         pays the fresh agent's newest episodes less than that policy's last ones."""
-        c = self.config
-        if c.agent_reset_trial is None or c.reset_iteration is None or self.restore is None:
-            return {}
-        if i != c.reset_iteration + c.agent_reset_trial:
+        if i != self.config.reset_trial_iteration or self.restore is None:
             return {}
         replaced = [h["agent/reset_from"] for h in self.progress.history if "agent/reset_from" in h]
         if not replaced:  # a run from before agent/reset_from was logged
