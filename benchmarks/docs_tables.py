@@ -424,6 +424,8 @@ TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their 
 EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised tie exploration's rows
 CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
 RESET, RESET_ON = "agent-reset/", "-agent_reset_at=0.5"  # the agent restarted half-way, in their own folder
+TRIAL_ON = "-agent_reset_trial=2"  # the restart as a trial, undone where the fresh agent is paid less
+RESET28 = "agent-reset-2026-11-28/"  # the same rows again on another machine (runs differ across machines)
 DOT200 = "prefrl/MovingDot-v0-ppo-oracle-200l-100000s"  # (its rows name fragment_length=10 after the restart)
 LANDER = "LunarLander-v3-ppo-oracle-50l-100000s"  # PPO on LunarLander's discrete actions, chosen on nothing
 
@@ -667,21 +669,46 @@ COMPARISONS: dict[str, Comparison] = {
         ),
     ),
     "agent-reset": Comparison(
-        ("row (PPO)", "no restart (today's default)", "restarted half-way, `--loop agent_reset_at=0.5`"),
+        (
+            "row (PPO)",
+            "no restart (today's default)",
+            "restarted half-way, `--loop agent_reset_at=0.5`",
+            "+ as a trial of 2 iterations, `--loop agent_reset_trial=2`",
+        ),
         (
             (
                 "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips (3 seeds)",
                 (
                     "pixels-2026-11-27/" + DOT200 + "-fragment_length=10",
                     RESET + DOT200 + RESET_ON + "-fragment_length=10",
+                    None,  # MOVING-DOT-TRIAL
                 ),
             ),
-            ("Acrobot-v1, 30 labels, 100,000 steps (5 seeds)", (EXPLORE + ACRO30, RESET + ACRO30 + RESET_ON)),
-            ("CartPole-v1, 10 labels, 50,000 steps (5 seeds)", (EXPLORE + CART10, RESET + CART10 + RESET_ON)),
+            (
+                "Acrobot-v1, 30 labels, 100,000 steps (5 seeds)",
+                (EXPLORE + ACRO30, RESET + ACRO30 + RESET_ON, RESET + ACRO30 + RESET_ON + TRIAL_ON),
+            ),
+            (
+                "the same, measured again on 2026-11-28 (another machine)",
+                (None, RESET28 + ACRO30 + RESET_ON, None),
+            ),
+            (
+                "CartPole-v1, 10 labels, 50,000 steps (5 seeds)",
+                (EXPLORE + CART10, RESET + CART10 + RESET_ON, RESET + CART10 + RESET_ON + TRIAL_ON),
+            ),
             (
                 "LunarLander-v3 (chosen on nothing), 50 labels, 100,000 steps "
                 "(5 and 3 seeds, against the same 5 true-reward runs)",
-                (RESET + LANDER, RESET + LANDER + RESET_ON),
+                (RESET + LANDER, RESET + LANDER + RESET_ON, None),
+            ),
+            (
+                "the same, 5 seeds each, all three measured again on 2026-11-28 (another machine, the "
+                "same true-reward runs)",
+                (RESET28 + LANDER, RESET28 + LANDER + RESET_ON, RESET + LANDER + RESET_ON + TRIAL_ON),
+            ),
+            (
+                "the same, a trial of 1 iteration (`--loop agent_reset_trial=1`) in the last column",
+                (None, None, RESET + LANDER + RESET_ON + "-agent_reset_trial=1"),
             ),
         ),
     ),
