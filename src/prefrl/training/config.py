@@ -154,9 +154,11 @@ class LoopConfig:
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
     episodes of the policy it replaced (the copies of watch_restore); where the fresh agent is
     paid less, the replaced policy comes back and trains on (logged as agent/reset_trial, the
-    fresh agent's lead in standard errors, and agent/reset_undone). An agent that was still
-    climbing loses only the trial's steps. A trial that would run past the last iteration ends
-    there (none where the restart comes at the last). None: the restart stands."""
+    fresh agent's lead in standard errors, and agent/reset_undone). A trial that would run past
+    the last iteration ends there (none where the restart comes at the last). Off: it kept the
+    fresh agent where the restart saved runs (the moving dot, Acrobot-v1's stuck seed) and gave
+    Acrobot's good seeds their policy back, but LunarLander-v3 seeds whose old policy came back
+    still ended below the same seeds without a restart. None: the restart stands."""
     tie_probe: int = 5
     """While every label so far is a tie (or none is in yet), an iteration's queries start with
     this many: the rest are asked only if one of those answers prefers a clip, and otherwise go
