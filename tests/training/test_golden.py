@@ -60,7 +60,8 @@ def figures(run: Path) -> dict[str, Any]:
             {k: _number(v) for k, v in r.items() if not k.startswith(WALL_CLOCK + LATER)}
             for r in csv.DictReader(f)
         ]
-    lines = (run / "evaluations.csv").read_text().splitlines()[1:] if (run / "evaluations.csv").exists() else []
+    path = run / "evaluations.csv"
+    lines = path.read_text().splitlines()[1:] if path.exists() else []
     evals = [_row(line) for line in lines]
     report = json.loads((run / "report.json").read_text())
     with np.load(run / "preferences.npz", allow_pickle=False) as prefs:
@@ -78,9 +79,8 @@ def _same(got: Any, want: Any, where: str = "") -> list[str]:
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
         return [d for i, (g, w) in enumerate(zip(got, want)) for d in _same(g, w, f"{where}[{i}]")]
     if isinstance(want, float) and isinstance(got, float | int) and not isinstance(got, bool):
-        return (
-            [] if math.isclose(got, want, rel_tol=REL_TOL, abs_tol=1e-9) else [f"{where}: {got!r} != {want!r}"]
-        )
+        close = math.isclose(got, want, rel_tol=REL_TOL, abs_tol=1e-9)
+        return [] if close else [f"{where}: {got!r} != {want!r}"]
     return [] if got == want else [f"{where}: {got!r} != {want!r}"]
 
 
@@ -95,7 +95,7 @@ def _resume_v1(run: Path) -> None:
 
 def _check(run: Path, name: str) -> None:
     want = json.loads((HERE / f"{name}.json").read_text())
-    want["evaluations"] = [_row(e) if isinstance(e, str) else e for e in want["evaluations"]]  # either way written
+    want["evaluations"] = [_row(e) if isinstance(e, str) else e for e in want["evaluations"]]  # old or new
     diffs = _same(figures(run), want)
     assert not diffs, f"{len(diffs)} figures differ from golden/{name}.json, the first:\n" + "\n".join(
         diffs[:10]
