@@ -681,7 +681,7 @@ COMPARISONS: dict[str, Comparison] = {
                 (
                     "pixels-2026-11-27/" + DOT200 + "-fragment_length=10",
                     RESET + DOT200 + RESET_ON + "-fragment_length=10",
-                    None,  # MOVING-DOT-TRIAL
+                    RESET + DOT200 + RESET_ON + TRIAL_ON + "-fragment_length=10",
                 ),
             ),
             (
