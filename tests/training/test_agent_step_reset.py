@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from prefrl.agents.policy_io import load_agent
+from prefrl.training.callbacks import LoopCallback
 from prefrl.training.config import LoopConfig
 from prefrl.training.watch import summary
 from tests.training.test_loop import build
@@ -132,3 +134,35 @@ def test_reset_trial_is_validated() -> None:
     for at, trial in ((None, 2), (0.5, 0), (0.5, 7)):
         with pytest.raises(ValueError, match="agent_reset_trial"):
             LoopConfig(iterations=14, agent_reset_at=at, agent_reset_trial=trial)
+
+
+class _StopAfter(LoopCallback):
+    """Stops the loop once ``n`` iterations are done (after their checkpoint), as a kill would."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def on_iteration_end(self, loop, metrics) -> bool | None:
+        return False if loop.progress.iteration >= self.n else None
+
+
+def test_a_run_stopped_during_the_trial_resumes_and_decides_it(tmp_path) -> None:
+    """Stopped between the restart and its trial, a resumed run still holds the replaced
+    policy's very weights (from the checkpoint) and decides the trial at its iteration."""
+    cfg = LoopConfig(total_steps=800, total_labels=6, iterations=4, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5, agent_reset_trial=1, checkpoint_interval=1)  # fmt: skip
+    first = build(cfg, algo="ppo", env_id="CartPole-v1", tmp=tmp_path / "run")
+    first.callbacks = [_StopAfter(3)]  # iterations 0-2 done: restarted at 2, the trial due at 3
+    first.run()
+    assert first.progress.iteration == 3 and any(h.get("agent/reset") for h in first.state.history)
+    again = build(cfg, algo="ppo", env_id="CartPole-v1", tmp=tmp_path / "run")
+    venv = again.agent.get_env()
+    assert again.load_checkpoint(lambda path: load_agent("ppo", path, venv))
+    replaced = next(h["agent/reset_from"] for h in again.state.history if "agent/reset_from" in h)
+    assert again.restore is not None and first.restore is not None
+    (copy,) = [s for s in again.restore.kept if s.env_steps == replaced]
+    (kept,) = [s for s in first.restore.kept if s.env_steps == replaced]
+    assert all(torch.equal(copy.params[k], v) for k, v in kept.params.items())  # the very weights
+    again.run()
+    trial = [h for h in again.state.history if "agent/reset_trial" in h]
+    assert [h["iteration"] for h in trial] == [3] and np.isfinite(trial[0]["agent/reset_trial"])
