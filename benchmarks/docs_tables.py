@@ -702,8 +702,8 @@ COMPARISONS: dict[str, Comparison] = {
                 (RESET + LANDER, RESET + LANDER + RESET_ON, None),
             ),
             (
-                "the same, 5 seeds each, all three measured again on 2026-11-28 (another machine, the "
-                "same true-reward runs)",
+                "the same, measured again on 2026-11-28 (another machine; 10, 5 and 10 seeds, against "
+                "10 true-reward runs: those of seeds 0-4 above and 5 more)",
                 (RESET28 + LANDER, RESET28 + LANDER + RESET_ON, RESET + LANDER + RESET_ON + TRIAL_ON),
             ),
             (
