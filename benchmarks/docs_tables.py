@@ -707,6 +707,10 @@ COMPARISONS: dict[str, Comparison] = {
                 (RESET28 + LANDER, RESET28 + LANDER + RESET_ON, RESET + LANDER + RESET_ON + TRIAL_ON),
             ),
             (
+                "LunarLander-v3, 100 labels, 100,000 steps (10 seeds, 2026-11-28; the same true-reward runs)",
+                (RESET28 + LANDER.replace("-50l-", "-100l-"), None, None),
+            ),
+            (
                 "the same, a trial of 1 iteration (`--loop agent_reset_trial=1`) in the last column",
                 (None, None, RESET + LANDER + RESET_ON + "-agent_reset_trial=1"),
             ),
