@@ -334,7 +334,11 @@ RULES: tuple[Rule, ...] = (
         script_is("benchmarks/label_efficiency.py"),
         lambda a: [*a, *LABEL_EFFICIENCY_SHORT],
         slow=lambda a: True,
-        outputs=lambda a: [f"{opt(a, '--out') or 'runs/label_efficiency'}/*/result.json"],
+        # a namespaced id (prefrl/MovingDot-v0) puts its result folder one level deeper
+        outputs=lambda a: [
+            f"{opt(a, '--out') or 'runs/label_efficiency'}/{'*/' * str(opt(a, '--env') or '').count('/')}"
+            "*/result.json"
+        ],
     ),
     Rule(  # the Atari table of what finished, in the sandbox (result files copied nowhere)
         "benchmarks/atari.py --table",
