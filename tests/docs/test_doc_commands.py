@@ -126,6 +126,17 @@ INTERPRET_SHORT = {
 INTERPRET_FAST = ("curves",)
 
 
+def results_in_sandbox(argv: Sequence[str]) -> list[str]:
+    """``argv`` with an ``--out`` under ``benchmarks/results/`` moved to the sandbox's ``runs/``
+    (the sandbox links the repository's folders: the short run's files would land among the
+    committed results)."""
+    out = list(argv)
+    for i, a in enumerate(out[:-1]):
+        if a == "--out" and out[i + 1].startswith("benchmarks/results/"):
+            out[i + 1] = "runs/" + out[i + 1].removeprefix("benchmarks/results/")
+    return out
+
+
 def opt(argv: Sequence[str], name: str) -> str | None:
     """The last value of ``--name VALUE`` / ``--name=VALUE`` in ``argv``."""
     value = None
@@ -332,7 +343,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "benchmarks/label_efficiency.py",
         script_is("benchmarks/label_efficiency.py"),
-        lambda a: [*a, *LABEL_EFFICIENCY_SHORT],
+        lambda a: [*results_in_sandbox(a), *LABEL_EFFICIENCY_SHORT],
         slow=lambda a: True,
         # a namespaced id (prefrl/MovingDot-v0) puts its result folder one level deeper
         outputs=lambda a: [
