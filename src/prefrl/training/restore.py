@@ -165,54 +165,49 @@ class AgentRestore:
         per_episode = np.bincount(episode, weights=r - self.net.absorbing_value(), minlength=len(every))
         return np.split(per_episode, np.cumsum([len(s.episodes) for s in self.kept])[:-1])
 
-    def lead(self) -> tuple[int, float]:
+    def lead(self, scores: list[np.ndarray] | None = None) -> tuple[int, float]:
         """The best earlier kept policy and its lead over the newest, in standard errors of
         the difference (pooled over every kept policy's episodes), under the reward as it
-        stands; ``(-1, nan)`` with fewer than two kept."""
+        stands (``scores``: :meth:`scores`, if already computed); ``(-1, nan)`` with fewer
+        than two kept."""
         if len(self.kept) < 2:
             return -1, float("nan")
-        scores = self.scores()
-        means = np.array([s.mean() for s in scores])
-        pooled = np.mean([s.var(ddof=1) for s in scores])  # every kept policy has >= 2 episodes
-        best = int(np.argmax(means[:-1]))
-        se = float(np.sqrt(pooled * (1 / len(scores[best]) + 1 / len(scores[-1]))))
-        gap = float(means[best] - means[-1])
-        lead = gap / se if se > 0 else (np.inf if gap > 0 else 0.0)
-        return best, float(min(lead, 1e6))
+        scores = self.scores() if scores is None else scores
+        best = int(np.argmax([s.mean() for s in scores[:-1]]))
+        return best, _lead(scores, best, -1)
 
-    def climb(self) -> float:
+    def climb(self, scores: list[np.ndarray] | None = None) -> float:
         """How far the newest kept policy's episodes score above the oldest kept policy's under
         the reward as it stands, in standard errors of the difference (pooled as in
         :meth:`lead`); ``nan`` with fewer than two kept. Near 0 or below: the agent has not
         improved, by its current reward, over the window the copies span."""
-        return self.newest_over(self.kept[0].env_steps) if len(self.kept) > 1 else float("nan")
+        return self.newest_over(self.kept[0].env_steps, scores) if len(self.kept) > 1 else float("nan")
 
-    def newest_over(self, env_steps: int) -> float:
+    def newest_over(self, env_steps: int, scores: list[np.ndarray] | None = None) -> float:
         """The newest kept policy's lead over the kept policy taken at ``env_steps``, in standard
         errors of the difference (pooled as in :meth:`lead`), under the reward as it stands;
         ``nan`` where no such policy is kept or it is the newest."""
         at = [j for j, s in enumerate(self.kept[:-1]) if s.env_steps == env_steps]
         if not at:
             return float("nan")
-        scores = self.scores()
-        old, new = scores[at[-1]], scores[-1]
-        pooled = np.mean([s.var(ddof=1) for s in scores])
-        se = float(np.sqrt(pooled * (1 / len(old) + 1 / len(new))))
-        gap = float(new.mean() - old.mean())
-        return float(np.clip(gap / se, -1e6, 1e6)) if se > 0 else (np.inf if gap > 0 else 0.0)
+        return _lead(self.scores() if scores is None else scores, -1, at[-1])
 
     def give_back(self, agent: Any, env_steps: int) -> None:
         """Load the kept policy taken at ``env_steps`` into ``agent`` (it then stands for the
         newest, as in :meth:`choose`)."""
-        j = next(j for j, s in enumerate(self.kept) if s.env_steps == env_steps)
+        self._bring_back(agent, next(j for j, s in enumerate(self.kept) if s.env_steps == env_steps))
+
+    def _bring_back(self, agent: Any, j: int) -> None:
         set_agent_params(agent, self.kept[j].params)
-        self.kept.append(self.kept.pop(j))
+        self.kept.append(self.kept.pop(j))  # the agent's policy now: the newest
 
     def check(self) -> dict[str, float]:
         """``watch/restore_gap``: the best earlier policy's lead over the newest, and
-        ``watch/climb`` (:meth:`climb`); signals only."""
-        best, lead = self.lead()
-        return {} if best < 0 else {"watch/restore_gap": lead, "watch/climb": self.climb()}
+        ``watch/climb`` (:meth:`climb`); signals only, from one pass of the reward."""
+        if len(self.kept) < 2:
+            return {}
+        scores = self.scores()
+        return {"watch/restore_gap": self.lead(scores)[1], "watch/climb": self.climb(scores)}
 
     def choose(self, agent: Any) -> dict[str, float]:
         """The end of training: give ``agent`` the best earlier policy where it leads the
@@ -223,10 +218,8 @@ class AgentRestore:
             return {}
         out = {"watch/restore_gap": lead}
         if lead > self.margin:
-            chosen = self.kept[best]
-            set_agent_params(agent, chosen.params)
-            self.kept.append(self.kept.pop(best))  # the agent's policy now: the newest
-            out["watch/restored_from"] = float(chosen.env_steps)
+            out["watch/restored_from"] = float(self.kept[best].env_steps)
+            self._bring_back(agent, best)
         return out
 
     # ------------------------------------------------------------------ checkpoints
@@ -272,6 +265,17 @@ class AgentRestore:
             self.kept.append(Snapshot(int(step), params, TrajectoryBatch.from_trajectories(episodes)))
         if live is not None:
             set_agent_params(agent, live)
+
+
+def _lead(scores: list[np.ndarray], a: int, b: int) -> float:
+    """How far kept policy ``a``'s episode scores lie above policy ``b``'s, in standard errors
+    of the difference (the variance pooled over every kept policy; each has >= 2 episodes),
+    held within +-1e6."""
+    pooled = np.mean([s.var(ddof=1) for s in scores])
+    se = float(np.sqrt(pooled * (1 / len(scores[a]) + 1 / len(scores[b]))))
+    gap = float(scores[a].mean() - scores[b].mean())
+    lead = gap / se if se > 0 else (np.inf if gap > 0 else 0.0)
+    return float(np.clip(lead, -1e6, 1e6))
 
 
 def _keyed(tree: Any, key: type) -> Any:
