@@ -428,6 +428,7 @@ TRIAL_ON = "-agent_reset_trial=2"  # the restart as a trial, undone where the fr
 RESET28 = "agent-reset-2026-11-28/"  # the same rows again on another machine (runs differ across machines)
 DOT200 = "prefrl/MovingDot-v0-ppo-oracle-200l-100000s"  # (its rows name fragment_length=10 after the restart)
 LANDER = "LunarLander-v3-ppo-oracle-50l-100000s"  # PPO on LunarLander's discrete actions, chosen on nothing
+LANDER100 = "LunarLander-v3-ppo-oracle-100l-100000s"
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -708,7 +709,7 @@ COMPARISONS: dict[str, Comparison] = {
             ),
             (
                 "LunarLander-v3, 100 labels, 100,000 steps (10 seeds, 2026-11-28; the same true-reward runs)",
-                (RESET28 + LANDER.replace("-50l-", "-100l-"), None, None),
+                (RESET28 + LANDER100, None, None),
             ),
             (
                 "the same, a trial of 1 iteration (`--loop agent_reset_trial=1`) in the last column",
