@@ -171,56 +171,6 @@ def test_early_against_older_queries_yield_to_end_clips() -> None:
     assert "watch/reward_newer" not in loop._query(4, batch, ends=True)
 
 
-def test_the_older_probe_takes_one_query_of_a_round_of_three_or_more() -> None:
-    # rounds of 4 then of 2: one newest-vs-older pair in each round of 4, none in those of 2
-    cfg = LoopConfig(total_steps=2400, total_labels=18, iterations=5, initial_steps=400, fragment_length=20,
-                     query_schedule="constant", watch_older_probe=True)  # fmt: skip
-    loop = build(cfg)
-    sizes: list[tuple[int, int]] = []
-    pick = loop.clips.pick
-
-    def spy(n_queries, *args, **kwargs):
-        query = pick(n_queries, *args, **kwargs)
-        sizes.append((n_queries, query.newer_older if query is not None else -1))
-        return query
-
-    loop.clips.pick = spy
-    loop.run()
-    assert sizes[0][1] == 0  # no older episodes before the first round
-    assert all(cross == int(n >= 3) for n, cross in sizes[1:]) and {n for n, _ in sizes[1:]} >= {4}
-    rows = loop.state.history
-    for r, (n, _) in zip(rows[1:], sizes[1:], strict=True):
-        assert ("watch/reward_newer" in r) == (n >= 3)
-    assert not any("watch/older_won" in r for r in rows if r.get("watch/teacher_newer", 0.0) >= 0.5)
-
-
-@pytest.mark.parametrize(("teacher", "reward", "cross"), [(0.0, 0.8, 2), (1.0, 0.8, 1), (0.0, 0.3, 1)])
-def test_the_round_after_the_teacher_preferred_older_clips_asks_half_against_them(
-    teacher: float, reward: float, cross: int
-) -> None:
-    # the last probe's answers against the reward's expectation decide the next round's share
-    cfg = LoopConfig(total_steps=1600, total_labels=12, iterations=2, initial_steps=400, fragment_length=20,
-                     watch_older_probe=True)  # fmt: skip
-    loop = build(cfg)
-    loop.run()
-    loop.progress.history.append({"step": 1.0, "watch/teacher_newer": teacher, "watch/reward_newer": reward})
-    loop.progress.history.append({"step": 2.0})  # a round without a probe leaves the verdict standing
-    asked: list[int] = []
-    pick = loop.clips.pick
-
-    def spy(*args, **kwargs):
-        query = pick(*args, **kwargs)
-        asked.append(query.newer_older if query is not None else -1)
-        return query
-
-    loop.clips.pick = spy
-    batch = loop.clips.rollouts(400, None)
-    m = loop._query(4, batch)
-    assert asked == [cross]
-    assert ("watch/older_won" in m) == (cross == 2)
-    assert "watch/reward_newer" not in loop._query(4, batch, ends=True)  # end clips take the round
-
-
 def test_the_archive_of_older_episodes_survives_a_checkpoint(tmp_path, batches) -> None:
     archive = EpisodeArchive(max_steps=10**6)
     for b in batches:

@@ -39,10 +39,6 @@ AGAINST_OLDER_SHARE = 0.5
 """With ``watch_against_older``: the share of an iteration's queries (of those not taken by
 mixture queries) that pair a newest clip with an older one."""
 
-PROBE_FROM = 3
-"""With ``watch_older_probe``: the smallest round that gives one query to a newest clip against
-an older one (a third of it at most, so rounds of 1 or 2 all go where the ensemble splits)."""
-
 
 @dataclass(frozen=True)
 class Query:
@@ -123,7 +119,7 @@ class Clips:
         """Keep ``batch`` for the mixture queries of later iterations (when they are on)."""
         c = self.config
         older = c.archive_share > 0 or c.watch_against_older or c.watch_against_older_early
-        if (older or c.watch_older_probe) and self.trajectories is None:
+        if older and self.trajectories is None:
             self.archive.add(batch)
 
     # ------------------------------------------------------------------ queries
@@ -143,25 +139,20 @@ class Clips:
         ties: float | None,
         ends: bool = False,
         cross: bool = False,
-        probe: bool = False,
     ) -> Query | None:
         """Cut clips from ``batch`` and pick ``n_queries`` pairs (by disagreement when ``active``;
         ``labelled``: labels exist, so clips keep their length; ``ties``: the tie share so far;
         ``ends``: at least the auto share of clips at episode ends, whatever the ties;
-        ``cross``: half of them newest against older clips, as the loop decides per round;
-        ``probe``: else one of a round of at least :data:`PROBE_FROM`).
+        ``cross``: part of them newest against older clips, as the loop decides per round).
         ``None`` when no pair of distinct clips can be made."""
         c = self.config
         if c.exploration_frac > 0 and self.side_env is not None:
             n_rand = max(self.length, round(batch.num_steps * c.exploration_frac / (1 - c.exploration_frac)))
             batch = TrajectoryBatch.concat([batch, self.rollouts(n_rand, None)])
-        older = self.archive.batch(self.length) if c.archive_share > 0 or cross or probe else None
+        older = self.archive.batch(self.length) if c.archive_share > 0 or cross else None
         n_old = older_share(n_queries, c.archive_share) if older is not None else 0
-        n_cross = 0
-        if older is not None and cross:
-            n_cross = older_share(n_queries - n_old, AGAINST_OLDER_SHARE)
-        elif older is not None and probe:
-            n_cross = int(n_queries - n_old >= PROBE_FROM)
+        against = older is not None and cross
+        n_cross = older_share(n_queries - n_old, AGAINST_OLDER_SHARE) if against else 0
         n_queries -= n_old + n_cross  # the rest from the latest episodes
         n_cand = n_queries * (c.active_selection_oversampling if active else 1)
         n_frag = max(2, math.ceil(2 * n_cand * c.transition_oversampling))

@@ -227,16 +227,6 @@ class LoopConfig:
     ends. Off: it saved HalfCheetah-v5's failed seed but lost seeds of Swimmer-v5 (30 labels, all
     of them in the warm-up) and LunarLanderContinuous-v3. (watch_against_older on as well: all
     along.)"""
-    watch_older_probe: bool = False
-    """A round of at least 3 queries asks one of them as a newest clip against an older one (a
-    probe; never more than a third of a round, so smaller rounds go where the ensemble splits).
-    Where the last round's such answers preferred the older clip while the reward expected the
-    newer one to win (watch/teacher_newer below 0.5 below watch/reward_newer: the agent's
-    progress, as the reward sees it, is not real), the round asks half its queries so
-    (watch_against_older's share), until the teacher sides with the newer clips again; logged as
-    watch/older_won. Not while ending an episode pays (watch_end_clips). The teacher's answers
-    must come at once (a simulated teacher): a person's arrive later, so there the probe is
-    asked but never acted on."""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""

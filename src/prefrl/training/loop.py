@@ -336,12 +336,10 @@ class PreferenceLoop:
         labelled = bool(len(self.dataset) or labels.asked)  # clips keep their length once labels exist
         warming = not labels.selection_ready(c.active_selection_from)  # early ones yield to end clips
         cross = c.watch_against_older or (c.watch_against_older_early and warming and not ends)
-        probe = c.watch_older_probe and not ends
-        won = probe and not cross and self._older_won()  # the last probe: the progress was not real
-        query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends, cross or won, probe)
+        query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends, cross)
         if query is None:
             return {"labels/asked": 0.0}
-        asked = labels.ask(
+        return labels.ask(
             query.fragments,
             query.pairs,
             query.k,
@@ -349,15 +347,6 @@ class PreferenceLoop:
             query.picked,
             query.newer_older,
         )
-        return {**asked, "watch/older_won": 1.0} if won and query.newer_older else asked
-
-    def _older_won(self) -> bool:
-        """``watch_older_probe``: in the last iteration that asked newest clips against older
-        ones, the teacher preferred the older clips while the reward expected the newer to win."""
-        for h in reversed(self.progress.history):
-            if "watch/teacher_newer" in h and "watch/reward_newer" in h:
-                return bool(h["watch/teacher_newer"] < 0.5 < h["watch/reward_newer"])
-        return False
 
     def _last_restore(self) -> dict[str, float]:
         """Training is done: end with the kept policy the reward now rates best

@@ -207,9 +207,6 @@ class WatchSummary(TypedDict):
     """``[step, teacher, reward]`` of each iteration that asked newest clips against older ones
     (``watch_against_older``): the share where the teacher preferred the newer clip (NaN while
     its answers are out) and how likely the reward found it better."""
-    older_won: list[int]
-    """Environment steps of the iterations that asked half their queries newest against older
-    because the last such answers preferred the older clips (``watch_older_probe``)."""
     restored: list[list[int]]
     """``[[step, policy's step]]`` where the run ended with an earlier policy (``watch_restore``)."""
     stuck: list[int]
@@ -241,7 +238,6 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
             for h in rows
             if "watch/reward_newer" in h
         ],
-        older_won=[int(h["step"]) for h in rows if h.get("watch/older_won")],
         restored=[
             [int(h["step"]), int(h["watch/restored_from_end"])]
             for h in rows
@@ -289,12 +285,6 @@ def describe(s: WatchSummary) -> str:
             f"{np.mean([v[1] for v in versus]):.0%} of those asked, the reward expected "
             f"{np.mean([v[2] for v in versus]):.0%}; the reward saw progress the teacher did not at "
             f"{len(worse)} of {len(versus)} iterations{where}"
-        )
-    if s.get("older_won"):
-        won = s["older_won"]
-        parts.append(
-            f"so half the queries of the round after put newer clips against older ones at {len(won)} "
-            f"(first at step {won[0]:,}; --loop.watch-older-probe)"
         )
     if s.get("stuck"):
         st = s["stuck"]
