@@ -138,18 +138,27 @@ def test_kept_episodes_stay_within_their_bytes() -> None:
 
 
 def test_sac_policy_goes_back_whole() -> None:
-    """Actor, critics and target critics: a copy, untouched by what follows."""
+    """Actor, critics, target critics and the learned entropy coefficient: a copy, untouched by
+    what follows (a trial's give-back trains on with the entropy the policy had)."""
     cfg = AgentConfig(algo="sac", net_arch=[16], batch_size=32)
     agent = make_agent(cfg, make_vec_env("Pendulum-v1", 1, seed=0), learning_starts=50)
     agent.learn(120)
     saved = agent_params(agent)
-    before = _state(agent)
-    agent.learn(120)  # trains every network
+    before, entropy = _state(agent), agent.log_ent_coef.detach().clone()
+    agent.learn(120)  # trains every network and the entropy coefficient
     assert not all(torch.equal(v, before[k]) for k, v in _state(agent).items())
+    assert not torch.equal(agent.log_ent_coef, entropy)
+    live = agent.log_ent_coef
     set_agent_params(agent, saved)
     assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
+    assert torch.equal(agent.log_ent_coef, entropy) and agent.log_ent_coef is live
+    assert agent.ent_coef_optimizer.param_groups[0]["params"][0] is live  # it goes on learning it
     agent.learn(60)  # the copy is not the live tensors
-    assert all(torch.equal(v, before[k]) for k, v in saved.items())
+    assert all(torch.equal(v, before[k]) for k, v in saved.items() if k != "log_ent_coef")
+    assert torch.equal(saved["log_ent_coef"], entropy)
+    old = {k: v for k, v in saved.items() if k != "log_ent_coef"}  # a copy kept before it was kept
+    set_agent_params(agent, old)
+    assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
 
 
 def test_sbx_policy_goes_back_whole() -> None:

@@ -96,14 +96,24 @@ def tail(
     return TrajectoryBatch.from_trajectories([batch.episode(int(i)) for i in done[-n:]])
 
 
+ENT_COEF = "log_ent_coef"
+"""The key of an SB3 SAC agent's learned entropy coefficient (log) among its copied parameters
+(no policy state dict has it)."""
+
+
 def agent_params(agent: Any) -> dict[str, Any]:
     """A copy of an agent's policy parameters (every network that acts or evaluates): SB3's
-    policy state dict, cloned, or SBX's flax train states (their arrays are immutable; the
-    containers are rebuilt, since SBX sets the learning rate in place)."""
+    policy state dict, cloned, with a SAC agent's learned entropy coefficient
+    (:data:`ENT_COEF`), or SBX's flax train states (their arrays are immutable; the containers
+    are rebuilt, since SBX sets the learning rate in place)."""
     states = jax_train_states(agent)
     if states:
         return {"jax": _rebuilt(states)}
-    return clone(dict(agent.policy.state_dict()))
+    params = clone(dict(agent.policy.state_dict()))
+    log_ent = getattr(agent, ENT_COEF, None)
+    if isinstance(log_ent, torch.Tensor):
+        params[ENT_COEF] = log_ent.detach().clone()
+    return params
 
 
 def _rebuilt(states: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -124,7 +134,13 @@ def set_agent_params(agent: Any, params: dict[str, Any]) -> None:
             for name, state in states.items():
                 setattr(owners[owner], name, state)
         return
+    params = dict(params)
+    log_ent = params.pop(ENT_COEF, None)  # copies from before it was kept have none
     agent.policy.load_state_dict(clone(params))
+    live = getattr(agent, ENT_COEF, None)
+    if log_ent is not None and isinstance(live, torch.Tensor):
+        with torch.no_grad():  # in place: the entropy optimiser holds this very tensor
+            live.copy_(log_ent)
 
 
 class AgentRestore:
