@@ -171,37 +171,6 @@ def test_early_against_older_queries_yield_to_end_clips() -> None:
     assert "watch/reward_newer" not in loop._query(4, batch, ends=True)
 
 
-def test_against_older_queries_stop_once_the_teacher_confirms_the_rewards_progress() -> None:
-    # every round in the warm-up: newest-vs-older pairs until a round's answers preferred the
-    # newer clips as the reward expected, none after
-    cfg = LoopConfig(total_steps=3200, total_labels=28, iterations=6, initial_steps=400, fragment_length=20,
-                     query_schedule="constant", active_selection_from=100,
-                     watch_against_older_confirm=True)  # fmt: skip
-    loop = build(cfg)
-    loop.run()
-    rows = loop.state.history[1:]  # (no older episodes before the first round)
-    asked = ["watch/reward_newer" in r for r in rows]
-    seen = [r.get("watch/teacher_newer", 0.0) > 0.5 and r.get("watch/reward_newer", 0.0) > 0.5 for r in rows]
-    assert any(seen), [(r.get("watch/teacher_newer"), r.get("watch/reward_newer")) for r in rows]
-    first = seen.index(True)
-    assert all(asked[: first + 1]) and not any(asked[first + 1 :])
-
-
-@pytest.mark.parametrize(
-    ("teacher", "reward", "asks"), [(1.0, 0.8, False), (0.0, 0.8, True), (1.0, 0.3, True)]
-)
-def test_only_a_confirmed_progress_stops_the_against_older_queries(
-    teacher: float, reward: float, asks: bool
-) -> None:
-    cfg = LoopConfig(total_steps=1600, total_labels=12, iterations=2, initial_steps=400, fragment_length=20,
-                     active_selection_from=100, watch_against_older_confirm=True)  # fmt: skip
-    loop = build(cfg)
-    loop.run()
-    loop.progress.history = [{"step": 1.0, "watch/teacher_newer": teacher, "watch/reward_newer": reward}]
-    batch = loop.clips.rollouts(400, None)
-    assert ("watch/reward_newer" in loop._query(4, batch)) == asks
-
-
 def test_the_archive_of_older_episodes_survives_a_checkpoint(tmp_path, batches) -> None:
     archive = EpisodeArchive(max_steps=10**6)
     for b in batches:

@@ -119,7 +119,6 @@ class Clips:
         """Keep ``batch`` for the mixture queries of later iterations (when they are on)."""
         c = self.config
         older = c.archive_share > 0 or c.watch_against_older or c.watch_against_older_early
-        older = older or c.watch_against_older_confirm
         if older and self.trajectories is None:
             self.archive.add(batch)
 

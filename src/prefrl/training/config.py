@@ -227,14 +227,6 @@ class LoopConfig:
     ends. Off: it saved HalfCheetah-v5's failed seed but lost seeds of Swimmer-v5 (30 labels, all
     of them in the warm-up) and LunarLanderContinuous-v3. (watch_against_older on as well: all
     along.)"""
-    watch_against_older_confirm: bool = False
-    """watch_against_older_early, but only until the teacher confirms the progress the reward
-    sees: once a round's answers preferred the newer clips while the reward expected them to win
-    (watch/teacher_newer and watch/reward_newer both above 0.5), no later round asks newest clips
-    against older ones. A first reward that points the agent the wrong way is corrected as with
-    watch_against_older_early; where the agent's progress is real from the start, one round's
-    such queries are all it costs. The teacher's answers must come at once (a simulated
-    teacher): a person's come later, so with people it asks as watch_against_older_early does."""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""

@@ -335,8 +335,7 @@ class PreferenceLoop:
         active = bool(c.active_selection) and ready
         labelled = bool(len(self.dataset) or labels.asked)  # clips keep their length once labels exist
         warming = not labels.selection_ready(c.active_selection_from)  # early ones yield to end clips
-        early = c.watch_against_older_early or (c.watch_against_older_confirm and not self._confirmed())
-        cross = c.watch_against_older or (early and warming and not ends)
+        cross = c.watch_against_older or (c.watch_against_older_early and warming and not ends)
         query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends, cross)
         if query is None:
             return {"labels/asked": 0.0}
@@ -347,14 +346,6 @@ class PreferenceLoop:
             self.iteration,
             query.picked,
             query.newer_older,
-        )
-
-    def _confirmed(self) -> bool:
-        """``watch_against_older_confirm``: some round's newest-vs-older answers preferred the
-        newer clips while the reward expected them to win."""
-        return any(
-            h.get("watch/teacher_newer", 0.0) > 0.5 and h.get("watch/reward_newer", 0.0) > 0.5
-            for h in self.progress.history
         )
 
     def _last_restore(self) -> dict[str, float]:
