@@ -423,6 +423,8 @@ SWIM50 = "Swimmer-v5-sac-oracle-50l-15000s"
 TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their own folder
 EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised tie exploration's rows
 CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
+CONFIRM, CONFIRM_ON = "against-older-2026-11-28/", "-watch_against_older_confirm=True"  # (removed)
+PROBE_ON = "-watch_older_probe=True"  # one newest-vs-older query a round (removed)
 RESET, RESET_ON = "agent-reset/", "-agent_reset_at=0.5"  # the agent restarted half-way, in their own folder
 TRIAL_ON = "-agent_reset_trial=2"  # the restart as a trial, undone where the fresh agent is paid less
 RESET28 = "agent-reset-2026-11-28/"  # the same rows again on another machine (runs differ across machines)
@@ -623,6 +625,41 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "Swimmer-v5, 50 labels, 15,000 steps (20 labels past the warm-up; the same)",
                 (None, None, None, None, EARLY + SWIM50, None, EARLY + SWIM50 + EARLY_ON),
+            ),
+        ),
+    ),
+    "against-older-confirm": Comparison(
+        (
+            "row (5 seeds unless named)",
+            "today's default",
+            "`--loop.watch-against-older-early`",
+            "a probe (removed)",
+            "until confirmed (removed)",
+        ),
+        (
+            (
+                "HalfCheetah-v5, 50 labels, 100,000 steps",
+                (HC50 + "-method=broad", EARLY + HC50 + EARLY_ON, None, None),
+            ),
+            (
+                "the same, 2026-11-28 (another machine; default and probe: seeds 0 and 1)",
+                (CONFIRM + HC50, None, CONFIRM + HC50 + PROBE_ON, CONFIRM + HC50 + CONFIRM_ON),
+            ),
+            (
+                "Swimmer-v5, 30 labels, 15,000 steps",
+                (SWIM + "-method=broad", EARLY + SWIM + EARLY_ON, None, None),
+            ),
+            (
+                "the same, 2026-11-28 (another machine)",
+                (CONFIRM + SWIM, None, None, CONFIRM + SWIM + CONFIRM_ON),
+            ),
+            (
+                "LunarLanderContinuous-v3, 50 labels, 50,000 steps",
+                (WATCH28 + LUNAR + RESTORE36, EARLY + LUNAR + EARLY_ON, None, None),
+            ),
+            (
+                "the same, 2026-11-28 (another machine)",
+                (CONFIRM + LUNAR, None, CONFIRM + LUNAR + PROBE_ON, CONFIRM + LUNAR + CONFIRM_ON),
             ),
         ),
     ),
