@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from stable_baselines3 import SAC
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
@@ -142,17 +143,19 @@ def test_sac_policy_goes_back_whole() -> None:
     what follows (a trial's give-back trains on with the entropy the policy had)."""
     cfg = AgentConfig(algo="sac", net_arch=[16], batch_size=32)
     agent = make_agent(cfg, make_vec_env("Pendulum-v1", 1, seed=0), learning_starts=50)
+    assert isinstance(agent, SAC)
     agent.learn(120)
     saved = agent_params(agent)
-    before, entropy = _state(agent), agent.log_ent_coef.detach().clone()
+    live, optimiser = agent.log_ent_coef, agent.ent_coef_optimizer  # (ent_coef "auto": both exist)
+    assert live is not None and optimiser is not None
+    before, entropy = _state(agent), live.detach().clone()
     agent.learn(120)  # trains every network and the entropy coefficient
     assert not all(torch.equal(v, before[k]) for k, v in _state(agent).items())
-    assert not torch.equal(agent.log_ent_coef, entropy)
-    live = agent.log_ent_coef
+    assert not torch.equal(live, entropy)
     set_agent_params(agent, saved)
     assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
-    assert torch.equal(agent.log_ent_coef, entropy) and agent.log_ent_coef is live
-    assert agent.ent_coef_optimizer.param_groups[0]["params"][0] is live  # it goes on learning it
+    assert torch.equal(live, entropy) and agent.log_ent_coef is live
+    assert optimiser.param_groups[0]["params"][0] is live  # it goes on learning it
     agent.learn(60)  # the copy is not the live tensors
     assert all(torch.equal(v, before[k]) for k, v in saved.items() if k != "log_ent_coef")
     assert torch.equal(saved["log_ent_coef"], entropy)
