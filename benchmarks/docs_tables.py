@@ -642,8 +642,13 @@ COMPARISONS: dict[str, Comparison] = {
                 (HC50 + "-method=broad", EARLY + HC50 + EARLY_ON, None, None),
             ),
             (
-                "the same, 2026-11-28 (another machine; default and probe: seeds 0 and 1)",
-                (CONFIRM + HC50, None, CONFIRM + HC50 + PROBE_ON, CONFIRM + HC50 + CONFIRM_ON),
+                "the same, 2026-11-28 (another machine; default, early and probe: seeds 0 and 1)",
+                (
+                    CONFIRM + HC50,
+                    CONFIRM + HC50 + EARLY_ON,
+                    CONFIRM + HC50 + PROBE_ON,
+                    CONFIRM + HC50 + CONFIRM_ON,
+                ),
             ),
             (
                 "Swimmer-v5, 30 labels, 15,000 steps",
