@@ -423,7 +423,8 @@ SWIM50 = "Swimmer-v5-sac-oracle-50l-15000s"
 TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their own folder
 EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised tie exploration's rows
 CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
-CONFIRM, CONFIRM_ON = "against-older-2026-11-28/", "-watch_against_older_confirm=True"  # (removed)
+OLDER28 = "against-older-2026-11-28/"  # newest-vs-older forms and today's default, on a second machine
+CONFIRM_ON = "-watch_against_older_confirm=True"  # the early queries until confirmed (removed)
 PROBE_ON = "-watch_older_probe=True"  # one newest-vs-older query a round (removed)
 RESET, RESET_ON = "agent-reset/", "-agent_reset_at=0.5"  # the agent restarted half-way, in their own folder
 TRIAL_ON = "-agent_reset_trial=2"  # the restart as a trial, undone where the fresh agent is paid less
@@ -644,10 +645,10 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "the same, 2026-11-28 (another machine; default, early and probe: seeds 0 and 1)",
                 (
-                    CONFIRM + HC50,
-                    CONFIRM + HC50 + EARLY_ON,
-                    CONFIRM + HC50 + PROBE_ON,
-                    CONFIRM + HC50 + CONFIRM_ON,
+                    OLDER28 + HC50,
+                    OLDER28 + HC50 + EARLY_ON,
+                    OLDER28 + HC50 + PROBE_ON,
+                    OLDER28 + HC50 + CONFIRM_ON,
                 ),
             ),
             (
@@ -656,7 +657,7 @@ COMPARISONS: dict[str, Comparison] = {
             ),
             (
                 "the same, 2026-11-28 (another machine)",
-                (CONFIRM + SWIM, None, None, CONFIRM + SWIM + CONFIRM_ON),
+                (OLDER28 + SWIM, None, None, OLDER28 + SWIM + CONFIRM_ON),
             ),
             (
                 "LunarLanderContinuous-v3, 50 labels, 50,000 steps",
@@ -664,7 +665,7 @@ COMPARISONS: dict[str, Comparison] = {
             ),
             (
                 "the same, 2026-11-28 (another machine)",
-                (CONFIRM + LUNAR, None, CONFIRM + LUNAR + PROBE_ON, CONFIRM + LUNAR + CONFIRM_ON),
+                (OLDER28 + LUNAR, None, OLDER28 + LUNAR + PROBE_ON, OLDER28 + LUNAR + CONFIRM_ON),
             ),
         ),
     ),

@@ -12,7 +12,7 @@ from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards import MLPReward
 from prefrl.training.config import LoopConfig
-from prefrl.training.restore import AgentRestore, agent_params, set_agent_params, tail
+from prefrl.training.restore import ENT_COEF, AgentRestore, agent_params, set_agent_params, tail
 from prefrl.training.watch import describe, summary
 from tests.training.test_loop import build
 
@@ -157,9 +157,9 @@ def test_sac_policy_goes_back_whole() -> None:
     assert torch.equal(live, entropy) and agent.log_ent_coef is live
     assert optimiser.param_groups[0]["params"][0] is live  # it goes on learning it
     agent.learn(60)  # the copy is not the live tensors
-    assert all(torch.equal(v, before[k]) for k, v in saved.items() if k != "log_ent_coef")
-    assert torch.equal(saved["log_ent_coef"], entropy)
-    old = {k: v for k, v in saved.items() if k != "log_ent_coef"}  # a copy kept before it was kept
+    assert all(torch.equal(v, before[k]) for k, v in saved.items() if k != ENT_COEF)
+    assert torch.equal(saved[ENT_COEF], entropy)
+    old = {k: v for k, v in saved.items() if k != ENT_COEF}  # a copy kept before it was kept
     set_agent_params(agent, old)
     assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
 
