@@ -43,6 +43,7 @@ each game's learning curves (``<game>.png``: score against frames, learned and t
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import json
 import os
@@ -154,6 +155,7 @@ def run_learned(task: str, seed: int, run: Path, steps: int, labels: int) -> dic
         "labels_used": rep["labels_used"],
         "train_wall_s": rep["train_wall_s"],
         "reward_accuracy": rep.get("reward_accuracy"),
+        "heldout": heldout(run),
     }
 
 
@@ -314,6 +316,18 @@ def progress(run: Path) -> list[list[float]]:
     return []
 
 
+def heldout(run: Path) -> list[list[float]]:
+    """``[[env step, accuracy], ...]``: a learned run's reward on the agent's newest clips at each
+    iteration, before it trains on their labels (``reward/heldout_accuracy`` of ``metrics.csv``)."""
+    path = run / "metrics.csv"
+    if not path.exists():
+        return []
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    return [[int(float(r["env_steps"])), float(r["reward/heldout_accuracy"])]
+            for r in rows if r.get("reward/heldout_accuracy")]  # fmt: skip
+
+
 def paired(learned: list[list[float]], true: list[list[float]]) -> list[list[float]]:
     """``[[step, learned score, true score], ...]``: each learned evaluation with the true side's
     nearest one within half an evaluation interval (a learned run evaluates a rollout's few
@@ -354,13 +368,16 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                         "labels_used": r["labels_used"],
                         "train_wall_s": r["train_wall_s"],
                         **({"final_eval": r["final_eval"]} if "final_eval" in r else {}),
+                        "heldout": r.get("heldout", []),
                     }
                 elif evals := progress(run):
-                    sides[side][seed] = {"finished": False, "evaluations": evals}
+                    sides[side][seed] = {"finished": False, "evaluations": evals, "heldout": heldout(run)}
                 elif kept.exists():  # a committed copy of a running run's progress
+                    kept_r = json.loads(kept.read_text())
                     sides[side][seed] = {
                         "finished": False,
-                        "evaluations": json.loads(kept.read_text())["evaluations"],
+                        "evaluations": kept_r["evaluations"],
+                        "heldout": kept_r.get("heldout", []),
                     }
         for side in SIDES:
             for r in sides[side].values():
@@ -448,8 +465,14 @@ def markdown(table: dict[str, Any]) -> str:
     def worst(norm: dict[int, float]) -> str:  # a median hides a failed seed: name the worst
         return f"worst {min(norm.values()):.2f}, {len(norm)} seeds" if len(norm) > 1 else "1 seed"
 
+    def accuracy(runs: dict[int, dict[str, Any]]) -> str:  # the learned reward on the newest clips
+        parts = [f"{np.mean([a for _, a in r['heldout'][-LAST_N:]]):.2f}" if r.get("heldout") else "—"
+                 for _, r in sorted(runs.items())]  # fmt: skip
+        return ", ".join(parts) or "—"
+
     head = ["game", "labels / steps", "random", "learned reward (seeds)", "true reward (seeds)",
-            "normalised (CoinRun: learned / true), finished seeds; running ones"]  # fmt: skip
+            "normalised (CoinRun: learned / true), finished seeds; running ones",
+            "learned reward on the agent's newest clips (seeds)"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def figure(t: dict[str, Any]) -> str:  # finished seeds (final policies) apart from running ones
@@ -475,6 +498,7 @@ def markdown(table: dict[str, Any]) -> str:
                     cell(t["sides"]["learned"]),
                     cell(t["sides"]["true"]),
                     figure(t),
+                    accuracy(t["sides"]["learned"]),
                 ]
             )
             + " |"
@@ -482,7 +506,9 @@ def markdown(table: dict[str, Any]) -> str:
     finals = ", ".join(f"{t['env']} {TASKS[task]['final_episodes']}" for task, t in table.items())
     note = (f"Finished runs: their final policy over its game's final episodes ({finals}); running runs: "
             f"the mean of their last {LAST_N} evaluations ({EVAL_EPISODES} episodes each), and the "
-            "normalised score at the steps both sides reached.")  # fmt: skip
+            "normalised score at the steps both sides reached. The learned reward's accuracy: the share "
+            "of pairs of the agent's newest clips it ordered as the teacher did, before training on them "
+            f"(mean of its last {LAST_N} iterations; — for runs from before it was kept).")  # fmt: skip
     return "\n".join(lines) + ("\n\n" + note if table else "")
 
 

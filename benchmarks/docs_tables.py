@@ -783,8 +783,9 @@ def atari(res: Results) -> str:
 
 def image_reward(res: Results) -> str:
     """The offline image-reward probe (``image_reward.py``): per file, each variant's median
-    held-out accuracy (with its worst draw), correlation with the true reward and fitting time
-    over its draws."""
+    held-out accuracy (with its worst draw), correlation with the true reward, share of its own
+    labelled pairs ordered, share of per-step rewards saturated (tanh) and fitting time over its
+    draws (files from before the last two were measured show "–")."""
     rows = []
     for path in sorted((res.root / "image_reward").glob("*.json")):
         summary = json.loads(path.read_text())["summary"]
@@ -793,7 +794,10 @@ def image_reward(res: Results) -> str:
             v = summary[name]
             budget = [str(summary[k]) for k in ("labels", "steps", "draws")]
             accuracy, pearson = with_worst(v["accuracy"], v["accuracies"], 3), f"{v['pearson']:.2f}"
-            rows.append([summary["env"], *budget, name, accuracy, pearson, f"{v['fit_s']:.0f}"])
+            fitted = f"{v['train_accuracy']:.3f}" if "train_accuracy" in v else "–"
+            saturated = f"{v['saturated']:.2f}" if "saturated" in v else "–"
+            fit_s = f"{v['fit_s']:.0f}"
+            rows.append([summary["env"], *budget, name, accuracy, pearson, fitted, saturated, fit_s])
     head = [
         "env",
         "labels",
@@ -802,8 +806,36 @@ def image_reward(res: Results) -> str:
         "variant",
         "held-out accuracy: median, worst draw (draws)",
         "pearson",
+        "labelled pairs ordered",
+        "saturated",
         "fit s",
     ]
+    return markdown_table(head, rows)
+
+
+def held_out(record: dict[str, Any]) -> str:
+    """A refit record's held-out accuracy and its number of pairs ("–" where all were ties)."""
+    acc = record["held_out_accuracy"]
+    return f"{'–' if acc is None else f'{acc:.2f}'} ({record['held_out_pairs']})"
+
+
+def refit(res: Results) -> str:
+    """A run's own labels fitted again offline (``refit_labels.py``, files under ``refit/``): per
+    file and variant, the records after the first, second and last stretch of optimiser steps."""
+    rows = []
+    for path in sorted((res.root / "refit").glob("*.json")):
+        records = json.loads(path.read_text())["records"]
+        for key in dict.fromkeys((r["output"], r["lr"]) for r in records):
+            mine = [r for r in records if (r["output"], r["lr"]) == key]
+            for r in [*mine[:2], mine[-1]] if len(mine) > 3 else mine:
+                level = " / ".join(f"{x:.1f}" for x in r["level"])
+                rows.append([path.stem, f"{r['output']}, lr {r['lr']:g}", str(r["steps"]),
+                             f"{r['train_loss']:.3f}", f"{r['train_accuracy']:.2f}",
+                             held_out(r), level,
+                             f"{r['saturated']:.2f}"])  # fmt: skip
+    head = ["labels of", "output, learning rate", "optimiser steps", "loss", "fitted pairs ordered",
+            "held-out pairs ordered (pairs)", "level per member (before the squash)",
+            "rewards at +-1"]  # fmt: skip
     return markdown_table(head, rows)
 
 
@@ -982,6 +1014,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "dmc-options": dmc_options,
     "dmc-runs": dmc_runs,
     "image-reward": image_reward,
+    "refit": refit,
     "coinrun": coinrun,
     "run-watch": run_watch,
     "needs-more-seeds": needs_more_seeds,

@@ -14,6 +14,8 @@ comparison when compute is what binds):
 * ``shared``: the ensemble on one convolution trunk (``--reward.cnn-shared-trunk``; flat
   features, which it needs);
 * ``flat``: the default members with flat features (the ``shared`` variant's own baseline);
+* ``tanh``: the reward's output squashed by tanh (``--reward.output tanh``; the others are
+  linear, as ``auto`` makes every flat CNN: a tanh there saturated on Pong);
 * ``reed``: REED on images (``--reward.kind reed``): the network's image features first train
   on the self-predictive objective over every transition of the random episodes the clips come
   from (``--spr-steps`` updates; no labels), then the preference fit as the others;
@@ -21,7 +23,9 @@ comparison when compute is what binds):
 
 The reward is then scored on clips of other random episodes: ``accuracy`` is the share of
 non-tied held-out pairs it orders as the true reward does, ``pearson`` its per-step correlation
-with the true reward, and ``fit_s`` the seconds its fitting took. Prints one JSON object per
+with the true reward, ``fit_s`` the seconds its fitting took, ``train_accuracy`` the share of its
+labelled pairs it orders as labelled (at the fit's last epoch) and ``saturated`` the share of
+its per-step rewards a tanh output holds at +-1 (0 for linear). Prints one JSON object per
 draw and variant, and a summary (median over draws) as the last line.
 """
 
@@ -48,6 +52,8 @@ from prefrl.rewards.config import RewardNetConfig
 from prefrl.rewards.encode import fragment_rewards
 from prefrl.teachers.synthetic import SyntheticTeacher
 
+PARTS = ("default", "shift", "shared", "flat", "reed", "tanh")
+"""The parts a variant joins with ``+``."""
 SHIFT = 4
 """Pixels of the ``shift`` variant (DrQ's 4 on 84-pixel frames), scaled down for smaller frames."""
 
@@ -57,15 +63,24 @@ def variant_configs(
 ) -> tuple[RewardNetConfig, RewardTrainerConfig]:
     """The reward network and trainer configs of a variant (``+``-joined parts)."""
     parts = set(name.split("+"))
-    unknown = parts - {"default", "shift", "shared", "flat", "reed"}
+    unknown = parts - set(PARTS)
     if unknown:
-        raise SystemExit(f"unknown variant part(s) {sorted(unknown)}: use default, shift, shared, flat, reed")
-    net = RewardNetConfig(kind="reed" if "reed" in parts else "cnn")
+        raise SystemExit(f"unknown variant part(s) {sorted(unknown)}: use {', '.join(PARTS)}")
+    output = "tanh" if "tanh" in parts else "linear"
+    net = RewardNetConfig(kind="reed" if "reed" in parts else "cnn", output=output)
     if "shared" in parts or "flat" in parts:
         net = dataclasses.replace(net, cnn_features="flat", cnn_shared_trunk="shared" in parts)
     shift = max(1, round(SHIFT * height / 84)) if "shift" in parts else 0
     trainer = RewardTrainerConfig(epochs=1e6, max_steps=steps, image_shift=shift, seed=seed)
     return net, trainer
+
+
+def saturated(net: Any, clips: Any) -> float:
+    """Share of the members' per-step rewards of ``clips`` that a tanh output holds within 0.001 of
+    +-1, where its gradient is all but gone (0 for a linear output)."""
+    if net.output != "tanh":
+        return 0.0
+    return float((np.abs(fragment_rewards(net, clips).cpu().numpy()) > 0.999).mean())
 
 
 def draw(a: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
@@ -98,7 +113,7 @@ def draw(a: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
             rows = train_eps.step_rows
             spr = SelfPredictiveTrainer(net, SelfPredictiveConfig(steps=a.spr_steps, seed=seed))
             spr.train(train_eps.obs[rows], train_eps.acts[rows], train_eps.obs[rows + 1])
-        fit.train(data)
+        train_accuracy = fit.train(data)["train_accuracy"]
         fit_s = time.perf_counter() - t0
         pred = fragment_rewards(net, test).mean(0).cpu().numpy()  # [N, L]
         ret = pred.sum(-1)
@@ -108,6 +123,7 @@ def draw(a: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
         pearson = float(np.corrcoef(steps_pred, steps_true)[0, 1]) if steps_true.std() > 0 else float("nan")
         out.append({"env": a.env, "variant": name, "seed": seed, "labels": a.labels, "steps": a.steps,
                     "accuracy": float(right.mean()), "pearson": pearson, "fit_s": fit_s,
+                    "train_accuracy": train_accuracy, "saturated": saturated(net, test),
                     "held_out_pairs": int(strict.sum())})  # fmt: skip
         print(json.dumps(out[-1]), flush=True)
     env.close()
@@ -124,9 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-steps", type=int, default=5_000, help="random steps the labelled clips come from")
     p.add_argument("--test-steps", type=int, default=3_000, help="random steps of the held-out clips")
     p.add_argument("--eval-pairs", type=int, default=1_000, help="held-out clip pairs")
-    p.add_argument(
-        "--variants", nargs="+", default=["default", "shift"], help="default, shift, shared, flat, reed, a+b"
-    )
+    p.add_argument("--variants", nargs="+", default=["default", "shift"], help=f"{', '.join(PARTS)}, a+b")
     p.add_argument("--spr-steps", type=int, default=500, help="self-predictive updates of the reed variant")
     p.add_argument("--draws", type=int, default=3, help="independent draws (seeds 0..N-1)")
     p.add_argument("--out", default=None, help="also write the rows and the summary to this JSON file")
@@ -136,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, Any] = {"env": a.env, "labels": a.labels, "steps": a.steps, "draws": a.draws}
     for name in a.variants:
         mine = [r for r in rows if r["variant"] == name]
-        summary[name] = {k: float(np.median([r[k] for r in mine])) for k in ("accuracy", "pearson", "fit_s")}
+        keys = ("accuracy", "pearson", "fit_s", "train_accuracy", "saturated")
+        summary[name] = {k: float(np.median([r[k] for r in mine])) for k in keys}
         summary[name]["accuracies"] = [round(r["accuracy"], 3) for r in mine]
     print(json.dumps(summary))
     if a.out:

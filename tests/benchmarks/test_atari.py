@@ -69,6 +69,32 @@ def test_table_normalises_at_the_same_steps_and_draws_the_curves(tmp_path: Path)
     assert f"| running: {t['normalized'][0]:.2f} |" in md, md  # the true side still runs
 
 
+def test_a_running_learned_run_shows_its_rewards_accuracy_on_the_newest_clips(tmp_path: Path) -> None:
+    at = _atari()
+    root = tmp_path / "runs" / "pong"
+    run = root / "learned-seed0"
+    run.mkdir(parents=True)
+    (run / "evaluations.csv").write_text("step,true_return\n50054,-20.0\n")
+    rows = [
+        "env_steps,reward/heldout_accuracy",
+        "50950,",
+        "100900,0.5",
+        "150850,0.7",
+        "200800,0.8",
+        "250750,0.9",
+    ]
+    (run / "metrics.csv").write_text("\n".join(rows) + "\n")  # the first fit has no newest clips yet
+    copies = tmp_path / "copies"
+    table = at.summarize(tmp_path / "runs", copies)
+    assert table["pong"]["sides"]["learned"][0]["heldout"][0] == [100900, 0.5]
+    kept = json.loads((copies / "pong" / "learned-seed0.progress.json").read_text())
+    assert kept["heldout"][-1] == [250750, 0.9]  # the committed copy keeps it
+    assert "| 0.80 |" in at.markdown(table)  # the mean of the last 3 iterations
+    (run / "metrics.csv").unlink()
+    (run / "evaluations.csv").unlink()
+    assert "| 0.80 |" in at.markdown(at.summarize(tmp_path / "copies", None))  # read back from the copy
+
+
 def test_coinrun_runs_the_same_agent_on_its_levels_and_reads_frames_with_the_flat_cnn(tmp_path: Path) -> None:
     at = _atari()
     cfg = at.learned_config("coinrun", 1, tmp_path / "r", 1_000_000, 1_000)

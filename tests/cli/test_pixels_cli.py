@@ -226,3 +226,43 @@ def test_auto_action_heads_for_a_cnn_reward_of_discrete_actions(acts: spaces.Spa
     for obs in (img, vec):
         net = dataclasses.replace(cfg, action_heads=want).build(obs, acts)
         assert net.action_heads is want and net.config["action_heads"] is want
+
+
+def _fit_pong_reward(output: str, length: int, batch: int, steps: int) -> tuple[float, np.ndarray]:
+    """A flat CNN reward of Pong's frames fitted to oracle labels of 150 pairs of random clips
+    (``length`` steps) with the default trainer (learning rate included): (training accuracy,
+    per-step rewards ``[N, L]``)."""
+    from prefrl.agents.rollout import collect_episodes
+    from prefrl.data.dataset import PreferenceDataset
+    from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
+    from prefrl.rewards.encode import fragment_rewards
+    from prefrl.teachers.synthetic import SyntheticTeacher
+
+    env = make_env("ALE/Pong-v5", {"hide_score": True})
+    eps = collect_episodes(env, n_steps=2000, seed=0)
+    frags, _ = sample_fragments(eps, 300, length, np.random.default_rng(0))
+    env.close()
+    pairs = np.arange(300).reshape(-1, 2)
+    data = PreferenceDataset()
+    data.add(frags, pairs, SyntheticTeacher("oracle").label(frags, pairs))
+    torch.manual_seed(0)
+    cfg = RewardNetConfig(use_act=False, cnn_features="flat", output=output)  # type: ignore[arg-type]
+    net = cfg.resolved(env.observation_space, env.action_space).build(env.observation_space, env.action_space)
+    trainer = RewardTrainerConfig(max_steps=steps, epochs=1e6, batch_size=batch, seed=0)
+    metrics = RewardTrainer(net, trainer).train(data)
+    return metrics["train_accuracy"], fragment_rewards(net, frags).mean(0).cpu().numpy()
+
+
+def test_a_flat_cnn_reward_is_linear_by_default_and_learns_pong() -> None:
+    """``--reward.output auto`` keeps a flat CNN linear, also where episodes terminate (Pong's
+    do). Its tanh output saturated on Pong: the head reads thousands of features whose shared part
+    (the background) Adam's steps turned into jumps of the output's level, until every frame paid
+    exactly +1 or -1 and the gradient was gone (docs/benchmarks/pixels.md). The linear reward
+    learns Pong's labels with the default trainer."""
+    from prefrl.run.config import TrainConfig
+    from prefrl.run.resolve import resolve
+
+    used = resolve(TrainConfig(env=EnvConfig(id="ALE/Pong-v5", hide_score=True)))
+    assert used.reward.cnn_features == "flat" and used.reward.output == "linear"
+    acc, r = _fit_pong_reward(used.reward.output, length=5, batch=16, steps=50)
+    assert acc > 0.9 and r.std() > 1e-3  # ranks the labelled pairs; frames are paid differently

@@ -374,6 +374,23 @@ RULES: tuple[Rule, ...] = (
         slow=lambda a: "ALE/" in " ".join(a),
         outputs=lambda a: ["image_reward.json"] if has(a, "--out") else [],
     ),
+    Rule(  # a few optimiser steps on the tiny run's final labels; the result file into the sandbox
+        "benchmarks/refit_labels.py",
+        script_is("benchmarks/refit_labels.py"),
+        lambda a: [
+            *results_in_sandbox(a),
+            "--checkpoint",
+            "runs/Pendulum-v1-sac-doc",
+            "--steps",
+            "4",
+            "--every",
+            "2",
+        ],
+        slow=lambda a: True,
+        outputs=lambda a: (
+            [results_in_sandbox(a)[results_in_sandbox(a).index("--out") + 1]] if has(a, "--out") else []
+        ),
+    ),
     Rule(  # a few clips, labels and optimiser steps; the result file into the sandbox, not results/
         "benchmarks/coinrun.py",
         script_is("benchmarks/coinrun.py"),

@@ -74,7 +74,8 @@ class RewardNetConfig:
     output: Literal["auto", "linear", "tanh"] = "auto"
     """Per-step reward output: tanh (bounded to (-1, 1), as in B-Pref: a state no label covers cannot
     pay more than the states the labels favour), linear (unbounded), or auto: tanh when random actions
-    end an episode by termination within the first --loop.initial-steps steps, else linear (written
+    end an episode by termination within the first --loop.initial-steps steps, else linear, and
+    linear for a CNN over flat image features (whose tanh saturated for good on Pong) (written
     to config.json as the one chosen). See docs/core.md."""
 
     def _output(self) -> str:

@@ -1,0 +1,52 @@
+"""Fitting a run's own labels again offline (``benchmarks/refit_labels.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from prefrl.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("refit_labels", ROOT / "benchmarks/refit_labels.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_refit_records_each_variants_course_and_names_a_wrong_directory(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    args = ["train", "--env.id", "Pendulum-v1", "--run-dir", str(run), "--loop.total-steps", "600",
+            "--loop.initial-steps", "400", "--loop.iterations", "1", "--loop.total-labels", "40",
+            "--loop.fragment-length", "10", "--no-page", "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    ckpt = sorted((run / "checkpoints").glob("iter_*"))[-1]
+    rf = _module()
+    out = tmp_path / "refit.json"
+    assert rf.main(["--checkpoint", str(ckpt), "--variants", "tanh:0.003", "linear:0.003",
+                    "--steps", "60", "--every", "30", "--out", str(out)]) == 0  # fmt: skip
+    records = json.loads(out.read_text())["records"]
+    assert [(r["output"], r["steps"]) for r in records] == [
+        ("tanh", 30),
+        ("tanh", 60),
+        ("linear", 30),
+        ("linear", 60),
+    ]
+    assert records == [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()[-4:]]
+    for r in records:
+        assert len(r["level"]) == 3 and 0.0 <= r["saturated"] <= 1.0 and r["held_out_pairs"] > 0
+    assert records[-1]["train_accuracy"] > 0.7  # Pendulum's labels are learned
+    assert records[-1]["saturated"] == 0.0  # linear: nothing to saturate
+    with pytest.raises(SystemExit):
+        rf.main(["--checkpoint", str(run / "tb")])  # no labels there
+    assert "has no preferences.npz" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        rf.main(["--checkpoint", str(ckpt), "--variants", "sigmoid:0.1"])
+    assert "a variant is OUTPUT:LR" in capsys.readouterr().err
