@@ -821,21 +821,28 @@ def held_out(record: dict[str, Any]) -> str:
 
 def refit(res: Results) -> str:
     """A run's own labels fitted again offline (``refit_labels.py``, files under ``refit/``): per
-    file and variant, the records after the first, second and last stretch of optimiser steps."""
+    file, the run's own reward as it left it, then per variant the records after the first,
+    second and last stretch of optimiser steps."""
+
+    def num(x: float | None, fmt: str) -> str:
+        return "–" if x is None else format(x, fmt)
+
     rows = []
     for path in sorted((res.root / "refit").glob("*.json")):
         records = json.loads(path.read_text())["records"]
         for key in dict.fromkeys((r["output"], r["lr"]) for r in records):
-            mine = [r for r in records if (r["output"], r["lr"]) == key]
+            mine = [
+                r for r in records if (r["output"], r["lr"]) == key and (r["steps"] == 0) == (key[1] is None)
+            ]
             for r in [*mine[:2], mine[-1]] if len(mine) > 3 else mine:
                 level = " / ".join(f"{x:.1f}" for x in r["level"])
-                rows.append([path.stem, f"{r['output']}, lr {r['lr']:g}", str(r["steps"]),
-                             f"{r['train_loss']:.3f}", f"{r['train_accuracy']:.2f}",
-                             held_out(r), level,
-                             f"{r['saturated']:.2f}"])  # fmt: skip
-    head = ["labels of", "output, learning rate", "optimiser steps", "loss", "fitted pairs ordered",
+                fit = "the run's own" if r["lr"] is None else f"refit, lr {r['lr']:g}"
+                rows.append([path.stem, f"{r['output']}, {fit}", str(r["steps"]), num(r["train_loss"], ".3f"),
+                             num(r["train_accuracy"], ".2f"), held_out(r), level, f"{r['saturated']:.2f}",
+                             num(r.get("spread"), ".2g")])  # fmt: skip
+    head = ["labels of", "reward", "optimiser steps", "loss", "fitted pairs ordered",
             "held-out pairs ordered (pairs)", "level per member (before the squash)",
-            "rewards at +-1"]  # fmt: skip
+            "rewards at +-1", "spread of the rewards"]  # fmt: skip
     return markdown_table(head, rows)
 
 

@@ -4,15 +4,19 @@
         --variants tanh:0.003 linear:0.003 tanh:0.0003 --steps 200 --every 20 --out refit.json
 
 Reads a checkpoint of ``prefrl train``, or a run directory for its final labels (its
-``preferences.npz``: the labelled clips, and its ``reward.safetensors``: the network's
-architecture), holds out a share of the labelled pairs
-(``--held-out``), and fits a fresh network of the same architecture to the rest, once per
-variant ``OUTPUT:LR`` (``linear`` or ``tanh``, and Adam's learning rate), with the default trainer
-otherwise and the same seed. Every ``--every`` optimiser steps it records the fit's loss and
-accuracy on its pairs, the share of held-out pairs (those that prefer a clip) ordered as labelled,
-each member's mean pre-squash output (the level a tanh squashes) and the share of per-step rewards
-a tanh holds within 0.001 of +-1, where its gradient is all but gone. Prints one JSON object per
-record; ``--out`` also writes them to a file.
+``preferences.npz``: the labelled clips, and its ``reward.safetensors``: the network), holds out
+a share of the labelled pairs (``--held-out``), and records first the checkpoint's own reward as
+the run left it (``steps`` 0), then fits a fresh network of the same architecture to the rest,
+once per variant ``OUTPUT:LR`` (``linear`` or ``tanh``, and Adam's learning rate; none: the
+saved reward alone), with the default trainer otherwise and the same seed, recording every
+``--every`` optimiser steps. A record holds the fit's loss and accuracy on its pairs, the share
+of held-out pairs (those that prefer a clip) ordered as labelled, each member's mean output
+before the squash (the level a tanh squashes), the share of per-step rewards a tanh holds within
+0.001 of +-1 (where its gradient is all but gone), and the spread of the network's per-step
+outputs over the held-out clips, before the squash and without the absorbing state's fixed
+reward after an episode's end (each member's standard deviation, their mean: 0 where the network
+pays every step the same, as when every unit of a ReLU layer has died). Prints one JSON object per record;
+``--out`` also writes them to a file.
 
 The question it answers: did the run's reward stop learning because of the labels, or because
 of how it was fitted? (Pong's first reward: every frame paid exactly +1 or -1; see
@@ -36,6 +40,7 @@ from prefrl.data.dataset import PreferenceDataset
 from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards.encode import encode_fragments, fragment_rewards
 from prefrl.rewards.io import build_reward_net, load_reward_net
+from prefrl.rewards.nets import RewardNet
 
 
 def variant(text: str) -> tuple[str, float]:
@@ -48,10 +53,8 @@ def variant(text: str) -> tuple[str, float]:
     return output, float(lr)
 
 
-def refit(
-    ckpt: Path, output: str, lr: float, steps: int, every: int, held_out: float
-) -> list[dict[str, Any]]:
-    """One variant's fit of the checkpoint's labels: a record every ``every`` steps."""
+def load_split(ckpt: Path, held_out: float) -> tuple[PreferenceDataset, PreferenceDataset]:
+    """The checkpoint's labelled pairs as (fitted, held out)."""
     data = PreferenceDataset.load(ckpt / "preferences.npz")
     train, test = data.split(held_out)
     if data.fragments is None or not len(train) or not len(test):
@@ -59,32 +62,58 @@ def refit(
             f"{ckpt / 'preferences.npz'}: {len(data)} labelled pairs, too few to fit {1 - held_out:.0%} "
             f"and hold out {held_out:.0%} (a later checkpoint has more)"
         )
+    return train, test
+
+
+def measure(net: RewardNet, test: PreferenceDataset) -> dict[str, Any]:
+    """How ``net`` pays the held-out clips: pairs ordered as labelled, each member's level before
+    the squash, the share of rewards a tanh holds at +-1, and the spread of per-step rewards."""
+    assert test.fragments is not None
+    labels, pairs = test.labels, test.pairs
+    strict = np.abs(labels - 0.5) > 1e-6
+    rews = fragment_rewards(net, test.fragments).cpu().numpy()  # [E, N, L]
+    ret = rews.mean(0).sum(-1)  # [N]
+    right = (ret[pairs[strict, 0]] > ret[pairs[strict, 1]]) == (labels[strict] > 0.5)
+    with torch.no_grad():  # the level before the squash, per member
+        raw = net._score(encode_fragments(net, test.fragments))  # [E, N, L]
+    return {
+        "held_out_accuracy": float(right.mean()) if strict.any() else None,  # None: all ties
+        "held_out_pairs": int(strict.sum()),
+        "level": [float(x) for x in raw.mean(dim=(1, 2))],
+        "saturated": float((np.abs(rews) > 0.999).mean()) if net.output == "tanh" else 0.0,
+        "spread": float(raw.reshape(raw.shape[0], -1).std(1).mean().item()),  # 0: the same for every step
+    }
+
+
+def as_saved(ckpt: Path, held_out: float) -> dict[str, Any]:
+    """The checkpoint's own reward, as the run left it (``steps`` 0, no fit)."""
+    _, test = load_split(ckpt, held_out)
+    net = load_reward_net(ckpt / "reward.safetensors")
+    record = {"checkpoint": str(ckpt), "output": net.output, "lr": None, "steps": 0,
+              "train_loss": None, "train_accuracy": None, **measure(net, test), "wall_s": 0.0}  # fmt: skip
+    print(json.dumps(record), flush=True)
+    return record
+
+
+def refit(
+    ckpt: Path, output: str, lr: float, steps: int, every: int, held_out: float
+) -> list[dict[str, Any]]:
+    """One variant's fit of the checkpoint's labels: a record every ``every`` steps."""
+    train, test = load_split(ckpt, held_out)
     config = {**load_reward_net(ckpt / "reward.safetensors").config, "output": output}
     torch.manual_seed(0)
     net = build_reward_net(config)
     fit = RewardTrainer(
         net, RewardTrainerConfig(lr=lr, max_steps=every, epochs=1e6, seed=0, val_fraction=0.0)
     )
-    labels, pairs = test.labels, test.pairs
-    strict = np.abs(labels - 0.5) > 1e-6
     records, done, t0 = [], 0, time.perf_counter()
     while done < steps:
         metrics = fit.train(train)
         done += every
-        assert test.fragments is not None
-        rews = fragment_rewards(net, test.fragments).cpu().numpy()  # [E, N, L]
-        ret = rews.mean(0).sum(-1)  # [N]
-        right = (ret[pairs[strict, 0]] > ret[pairs[strict, 1]]) == (labels[strict] > 0.5)
-        with torch.no_grad():  # the level before the squash, per member
-            raw = net._score(encode_fragments(net, test.fragments))  # [E, N, L]
         records.append({
             "checkpoint": str(ckpt), "output": output, "lr": lr, "steps": done,
             "train_loss": metrics["train_loss"], "train_accuracy": metrics["train_accuracy"],
-            "held_out_accuracy": float(right.mean()) if strict.any() else None,  # None: all ties
-            "held_out_pairs": int(strict.sum()),
-            "level": [float(x) for x in raw.mean(dim=(1, 2))],
-            "saturated": float((np.abs(rews) > 0.999).mean()) if output == "tanh" else 0.0,
-            "wall_s": time.perf_counter() - t0,
+            **measure(net, test), "wall_s": time.perf_counter() - t0,
         })  # fmt: skip
         print(json.dumps(records[-1]), flush=True)
     return records
@@ -95,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--checkpoint", type=Path, required=True, help="a checkpoint (or run) directory of prefrl train"
     )
-    p.add_argument("--variants", nargs="+", type=variant, default=[("tanh", 3e-3), ("linear", 3e-3)],
-                   help="OUTPUT:LR pairs (default: tanh:0.003 linear:0.003)")  # fmt: skip
+    p.add_argument("--variants", nargs="*", type=variant, default=[("tanh", 3e-3), ("linear", 3e-3)],
+                   help="OUTPUT:LR pairs (default: tanh:0.003 linear:0.003; none: the saved reward "
+                   "alone)")  # fmt: skip
     p.add_argument("--steps", type=int, default=200, help="optimiser steps of each fit")
     p.add_argument("--every", type=int, default=20, help="optimiser steps between records")
     p.add_argument("--held-out", type=float, default=0.2, help="share of the labelled pairs held out")
@@ -110,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{a.checkpoint} has no {name}: give a checkpoint directory (RUN/checkpoints/iter_NNNNNN)"
             )
     torch.set_num_threads(1)
-    records = [
+    records = [as_saved(a.checkpoint, a.held_out)]
+    records += [
         r for out, lr in a.variants for r in refit(a.checkpoint, out, lr, a.steps, a.every, a.held_out)
     ]
     if a.out:

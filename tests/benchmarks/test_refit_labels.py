@@ -33,17 +33,17 @@ def test_refit_records_each_variants_course_and_names_a_wrong_directory(tmp_path
     assert rf.main(["--checkpoint", str(ckpt), "--variants", "tanh:0.003", "linear:0.003",
                     "--steps", "60", "--every", "30", "--out", str(out)]) == 0  # fmt: skip
     records = json.loads(out.read_text())["records"]
-    assert [(r["output"], r["steps"]) for r in records] == [
-        ("tanh", 30),
-        ("tanh", 60),
-        ("linear", 30),
-        ("linear", 60),
-    ]
-    assert records == [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()[-4:]]
+    want = [("linear", 0), ("tanh", 30), ("tanh", 60), ("linear", 30), ("linear", 60)]
+    assert [(r["output"], r["steps"]) for r in records] == want  # the run's own (linear) reward first
+    assert records == [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()[-5:]]
     for r in records:
         assert len(r["level"]) == 3 and 0.0 <= r["saturated"] <= 1.0 and r["held_out_pairs"] > 0
+        assert r["spread"] > 0  # a live reward pays steps differently
+    assert records[0]["lr"] is None and records[0]["train_loss"] is None  # not fitted again
     assert records[-1]["train_accuracy"] > 0.7  # Pendulum's labels are learned
     assert records[-1]["saturated"] == 0.0  # linear: nothing to saturate
+    assert rf.main(["--checkpoint", str(ckpt), "--variants"]) == 0  # the saved reward alone
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1
     with pytest.raises(SystemExit):
         rf.main(["--checkpoint", str(run / "tb")])  # no labels there
     assert "has no preferences.npz" in capsys.readouterr().err

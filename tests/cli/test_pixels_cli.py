@@ -255,14 +255,17 @@ def _fit_pong_reward(output: str, length: int, batch: int, steps: int) -> tuple[
 
 def test_a_flat_cnn_reward_is_linear_by_default_and_learns_pong() -> None:
     """``--reward.output auto`` keeps a flat CNN linear, also where episodes terminate (Pong's
-    do). Its tanh output saturated on Pong: the head reads thousands of features whose shared part
-    (the background) Adam's steps turned into jumps of the output's level, until every frame paid
-    exactly +1 or -1 and the gradient was gone (docs/benchmarks/pixels.md). The linear reward
-    learns Pong's labels with the default trainer."""
+    do), and ``--trainer.lr auto`` fits it at a tenth of the usual rate. At the usual rate its
+    tanh output saturated on Pong: the head reads thousands of features whose shared part (the
+    background) Adam's steps turned into jumps of the output's level, until every frame paid
+    exactly +1 or -1 and the gradient was gone; with the linear output its convolutions died a
+    few updates later (docs/benchmarks/pixels.md). The reward learns Pong's labels."""
+    from prefrl.preference.trainer import FLAT_CNN_LR
     from prefrl.run.config import TrainConfig
     from prefrl.run.resolve import resolve
 
     used = resolve(TrainConfig(env=EnvConfig(id="ALE/Pong-v5", hide_score=True)))
     assert used.reward.cnn_features == "flat" and used.reward.output == "linear"
+    assert used.trainer.lr == FLAT_CNN_LR  # its convolutions died at the usual rate
     acc, r = _fit_pong_reward(used.reward.output, length=5, batch=16, steps=50)
     assert acc > 0.9 and r.std() > 1e-3  # ranks the labelled pairs; frames are paid differently

@@ -86,7 +86,7 @@ def test_shifted_training_changes_every_parameter_and_learns() -> None:
     data = _dot_data(60, seed=0)
     net = CNNReward(env.observation_space, env.action_space, ensemble_size=2)
     before = {n: p.detach().clone() for n, p in net.named_parameters() if n != "absorbing_reward"}
-    cfg = RewardTrainerConfig(epochs=15, val_fraction=0.0, image_shift=2, seed=0)
+    cfg = RewardTrainerConfig(lr=3e-3, epochs=15, val_fraction=0.0, image_shift=2, seed=0)  # as measured
     metrics = RewardTrainer(net, cfg).train(data)
     after = dict(net.named_parameters())
     assert all(not torch.equal(p, after[n]) for n, p in before.items())  # no clip ends: no absorbing step
@@ -142,7 +142,8 @@ def test_shared_trunk_one_convolution_pass_members_differ_by_bootstrap_weights(t
     assert isinstance(conv, torch.nn.Conv2d) and conv.groups == 1  # one set of convolutions for all
     assert conv.out_channels == 16  # not one set per member (3 x 16)
     before = {n: p.detach().clone() for n, p in net.named_parameters() if n != "absorbing_reward"}
-    metrics = RewardTrainer(net, RewardTrainerConfig(epochs=15, val_fraction=0.0, seed=0)).train(data)
+    cfg = RewardTrainerConfig(lr=3e-3, epochs=15, val_fraction=0.0, seed=0)  # the rate it was written for
+    metrics = RewardTrainer(net, cfg).train(data)
     after = dict(net.named_parameters())
     assert all(not torch.equal(p, after[n]) for n, p in before.items())
     assert metrics["train_accuracy"] > 0.75

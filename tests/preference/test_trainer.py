@@ -368,3 +368,28 @@ def test_label_smoothing_bounds_the_return_gap_a_few_labels_can_force(pendulum_b
     assert loss[0.0] < 0.02 and 0.05 < loss[0.2] < 0.2  # -log(0.9) = 0.105
     with pytest.raises(ValueError, match="label_smoothing"):
         RewardTrainerConfig(label_smoothing=1.0)
+
+
+def test_the_learning_rate_is_chosen_by_the_network_unless_given() -> None:
+    """auto: a tenth of the usual rate for a CNN over flat image features (at 3e-3 Pong's reward
+    saturated and its convolutions died), the usual one for the MLP and the keypoint CNN."""
+    from gymnasium import spaces
+
+    from prefrl.preference.trainer import FLAT_CNN_LR, LR
+    from prefrl.rewards.config import RewardNetConfig
+
+    frames, acts = spaces.Box(0, 255, (4, 84, 84), np.uint8), spaces.Discrete(6)
+    small = spaces.Box(0, 255, (40, 40, 3), np.uint8)
+    vec = spaces.Box(-1.0, 1.0, (3,), np.float32)
+    nets = {
+        "flat CNN": (RewardNetConfig(cnn_features="flat").build(frames, acts), FLAT_CNN_LR),
+        "keypoint CNN": (RewardNetConfig().resolved(small, acts).build(small, acts), LR),
+        "MLP": (RewardNetConfig().build(vec, spaces.Box(-1.0, 1.0, (1,), np.float32)), LR),
+    }
+    for name, (net, lr) in nets.items():
+        assert RewardTrainer(net, RewardTrainerConfig()).optimizer.lr == lr, name
+    assert FLAT_CNN_LR < LR
+    flat = nets["flat CNN"][0]
+    assert RewardTrainer(flat, RewardTrainerConfig(lr=1e-3)).optimizer.lr == 1e-3  # given: kept
+    with pytest.raises(ValueError, match="lr must be positive"):
+        RewardTrainerConfig(lr=0.0)

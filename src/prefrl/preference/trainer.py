@@ -31,13 +31,31 @@ from prefrl.rewards.nets import Features, RewardNet, to_tensor
 from prefrl.storage.logger import Logger, NullLogger
 from prefrl.teachers.synthetic import SyntheticTeacher
 
+LR, FLAT_CNN_LR = 3e-3, 3e-4
+"""``RewardTrainerConfig.lr`` auto: the learning rate of every reward network but a CNN over flat
+image features, and that CNN's (see :func:`default_lr`)."""
+
+
+def default_lr(net: RewardNet) -> float:
+    """``lr=None`` (auto): :data:`FLAT_CNN_LR` for a CNN reward over flat image features, else
+    :data:`LR`. Adam moves every weight by about the learning rate per step whatever its
+    gradient's size; the flat CNN's head reads thousands of features per frame, so at 3e-3 its
+    output's level ran away (a tanh saturated within 40 steps) and its convolutions died (Pong)."""
+    from prefrl.rewards.cnn import CNNReward
+
+    return FLAT_CNN_LR if isinstance(net, CNNReward) and not net.spatial else LR
+
 
 @dataclass(frozen=True)
 class RewardTrainerConfig:
     """How the reward network is fitted to preferences."""
 
-    lr: float = 3e-3
-    """AdamW learning rate."""
+    lr: OptFloat = None
+    """AdamW learning rate. Default auto (resolved by the trainer from its network; prefrl train
+    writes the one chosen to config.json): 3e-4 for a CNN reward over flat image features
+    (Atari's frames), whose convolutions died at 3e-3 on Pong (every unit of the shared trunk
+    zero on every frame, the reward the same everywhere), 3e-3 otherwise (the MLP and the
+    keypoint CNN, where every figure was measured); see docs/benchmarks/pixels.md."""
     batch_size: int = 32
     """Pairs per optimiser step (per ensemble member)."""
     grad_accum_steps: int = 1
@@ -134,6 +152,8 @@ class RewardTrainerConfig:
     next-latent predictor)."""
 
     def __post_init__(self) -> None:
+        if self.lr is not None and not self.lr > 0:  # NaN too
+            raise ValueError(f"lr must be positive (or None: auto), got {self.lr}")
         if self.batch_size < 1 or self.grad_accum_steps < 1:
             raise ValueError("batch_size and grad_accum_steps must be >= 1")
         if self.batch_size % self.grad_accum_steps:
@@ -196,7 +216,8 @@ class RewardTrainer:
         if c.keep_freed_memory:
             keep_freed_memory()
         self.flat = FlatParameters(net)
-        self.optimizer = FlatAdamW(self.flat, lr=c.lr, weight_decay=c.weight_decay)
+        lr = default_lr(net) if c.lr is None else c.lr
+        self.optimizer = FlatAdamW(self.flat, lr=lr, weight_decay=c.weight_decay)
         dev = net.device
         self.l2 = torch.full((net.ensemble_size,), c.l2_init or 0.0, device=dev)
         self.generator = torch.Generator(device="cpu").manual_seed(c.seed)

@@ -29,6 +29,7 @@ from gymnasium import spaces
 
 from prefrl.agents.evaluate import DETERMINISTIC, SAMPLED
 from prefrl.agents.sb3 import check_agent_space, check_env_id, discrete_on_images, make_env, resolve_algo
+from prefrl.preference.trainer import FLAT_CNN_LR, LR
 from prefrl.run.config import TrainConfig, config_from_dict
 from prefrl.run.identity import new_run_id
 from prefrl.seeding import stream_seed
@@ -219,6 +220,9 @@ def _resolve_learning(cfg: TrainConfig, probe: EnvProbe) -> TrainConfig:
         broad = online and probe.terminates is False  # a broad first reward (docs/techniques.md)
         if loop.initial_steps_per_label is None:
             loop = dataclasses.replace(loop, initial_steps_per_label=resolve_steps_per_label(broad))
+        if trainer.lr is None:  # as the trainer would pick it (default_lr), named in config.json
+            flat_cnn = reward.is_cnn(probe.obs_space) and reward.cnn_features == "flat"
+            trainer = dataclasses.replace(trainer, lr=FLAT_CNN_LR if flat_cnn else LR)
         if trainer.l2_init is None:  # measured on the MLP reward only
             l2 = BROAD_L2 if broad and reward.resolved_kind(probe.obs_space) == "mlp" else 0.0
             trainer = dataclasses.replace(trainer, l2_init=l2)
