@@ -781,6 +781,14 @@ def atari(res: Results) -> str:
     return str(at.markdown(at.summarize(res.root / "atari", None)))
 
 
+def atari_flat_cnn(res: Results) -> str:
+    """CoinRun's learned side run again with the flat CNN's learning rate and linear output of
+    2026-11-28 (``atari.py``, its results under ``atari-flat-cnn-2026-11-28``), beside the same
+    true-reward seeds as the committed rows."""
+    at = _load("atari")
+    return str(at.markdown(at.summarize(res.root / "atari-flat-cnn-2026-11-28", None)))
+
+
 def image_reward(res: Results) -> str:
     """The offline image-reward probe (``image_reward.py``): per file, each variant's median
     held-out accuracy (with its worst draw), correlation with the true reward, share of its own
@@ -1021,6 +1029,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "dmc-options": dmc_options,
     "dmc-runs": dmc_runs,
     "image-reward": image_reward,
+    "atari-flat-cnn": atari_flat_cnn,
     "refit": refit,
     "coinrun": coinrun,
     "run-watch": run_watch,

@@ -365,7 +365,7 @@ RULES: tuple[Rule, ...] = (
         script_is("benchmarks/atari.py"),
         lambda a: [*a, *ATARI_SHORT],
         slow=lambda a: True,
-        outputs=lambda a: ["runs/atari/*/*-seed0.json"],
+        outputs=lambda a: ["runs/atari/*/*-seed*.json"],
     ),
     Rule(  # one draw, a few labels and optimiser steps; the result file into the sandbox, not results/
         "benchmarks/image_reward.py",
