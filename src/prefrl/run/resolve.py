@@ -141,10 +141,10 @@ def resolve_reward_output(terminates: bool, flat_cnn: bool = False) -> Literal["
     HalfCheetah, which never terminates, the linear output scored higher. A flat CNN's head
     reads thousands of features that share a large part of their value from frame to frame
     (a game's background); Adam moves each of its weights by about the learning rate per step,
-    so the output's level jumps by tens per step, and a tanh output saturates for good, every
-    member's gradient gone (Pong's first reward: every frame paid exactly +1 or -1 after 40
-    steps, held-out accuracy at chance; the same fit with a linear output ranked held-out
-    pairs 0.98; docs/benchmarks/pixels.md).
+    so the output's level can move by tens within a few dozen steps, and a tanh output then
+    saturates for good, every member's gradient gone (Pong's first reward at 3e-3: every frame
+    paid exactly +1 or -1 after 40 steps). Its level is not pinned down by the labels, and a
+    linear output is indifferent to it (docs/benchmarks/pixels.md).
     """
     return "tanh" if terminates and not flat_cnn else "linear"
 
@@ -213,15 +213,14 @@ def _resolve_learning(cfg: TrainConfig, probe: EnvProbe) -> TrainConfig:
     if cfg.resume is None:  # config.json names the output, inputs and CNN features used
         reward = reward.resolved(probe.obs_space, probe.act_space)
         online = cfg.trajectory_path is None  # offline: no random steps, no agent
+        flat_cnn = reward.is_cnn(probe.obs_space) and reward.cnn_features == "flat"
         if reward.output == "auto":
             assert probe.terminates is not None  # probed: needs_termination
-            flat_cnn = reward.is_cnn(probe.obs_space) and reward.cnn_features == "flat"
             reward = dataclasses.replace(reward, output=resolve_reward_output(probe.terminates, flat_cnn))
         broad = online and probe.terminates is False  # a broad first reward (docs/techniques.md)
         if loop.initial_steps_per_label is None:
             loop = dataclasses.replace(loop, initial_steps_per_label=resolve_steps_per_label(broad))
         if trainer.lr is None:  # as the trainer would pick it (default_lr), named in config.json
-            flat_cnn = reward.is_cnn(probe.obs_space) and reward.cnn_features == "flat"
             trainer = dataclasses.replace(trainer, lr=FLAT_CNN_LR if flat_cnn else LR)
         if trainer.l2_init is None:  # measured on the MLP reward only
             l2 = BROAD_L2 if broad and reward.resolved_kind(probe.obs_space) == "mlp" else 0.0
