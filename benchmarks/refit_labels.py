@@ -85,24 +85,27 @@ def measure(net: RewardNet, test: PreferenceDataset) -> dict[str, Any]:
     }
 
 
-def as_saved(ckpt: Path, held_out: float) -> dict[str, Any]:
-    """The checkpoint's own reward, as the run left it (``steps`` 0, no fit)."""
-    _, test = load_split(ckpt, held_out)
-    net = load_reward_net(ckpt / "reward.safetensors")
-    record = {"checkpoint": str(ckpt), "output": net.output, "lr": None, "steps": 0,
-              "train_loss": None, "train_accuracy": None, **measure(net, test), "wall_s": 0.0}  # fmt: skip
+def as_saved(ckpt: Path, saved: RewardNet, test: PreferenceDataset) -> dict[str, Any]:
+    """The checkpoint's own reward ``saved``, as the run left it (``steps`` 0, no fit)."""
+    record = {"checkpoint": str(ckpt), "output": saved.output, "lr": None, "steps": 0,
+              "train_loss": None, "train_accuracy": None, **measure(saved, test), "wall_s": 0.0}  # fmt: skip
     print(json.dumps(record), flush=True)
     return record
 
 
 def refit(
-    ckpt: Path, output: str, lr: float, steps: int, every: int, held_out: float
+    ckpt: Path,
+    saved: RewardNet,
+    split: tuple[PreferenceDataset, PreferenceDataset],
+    variant: tuple[str, float],
+    steps: int,
+    every: int,
 ) -> list[dict[str, Any]]:
-    """One variant's fit of the checkpoint's labels: a record every ``every`` steps."""
-    train, test = load_split(ckpt, held_out)
-    config = {**load_reward_net(ckpt / "reward.safetensors").config, "output": output}
+    """One variant's fit of the fitted half of ``split`` by a fresh network of ``saved``'s
+    architecture: a record every ``every`` steps."""
+    (train, test), (output, lr) = split, variant
     torch.manual_seed(0)
-    net = build_reward_net(config)
+    net = build_reward_net({**saved.config, "output": output})
     fit = RewardTrainer(
         net, RewardTrainerConfig(lr=lr, max_steps=every, epochs=1e6, seed=0, val_fraction=0.0)
     )
@@ -140,10 +143,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{a.checkpoint} has no {name}: give a checkpoint directory (RUN/checkpoints/iter_NNNNNN)"
             )
     torch.set_num_threads(1)
-    records = [as_saved(a.checkpoint, a.held_out)]
-    records += [
-        r for out, lr in a.variants for r in refit(a.checkpoint, out, lr, a.steps, a.every, a.held_out)
-    ]
+    split = load_split(a.checkpoint, a.held_out)  # read once for every variant
+    saved = load_reward_net(a.checkpoint / "reward.safetensors")
+    records = [as_saved(a.checkpoint, saved, split[1])]
+    records += [r for v in a.variants for r in refit(a.checkpoint, saved, split, v, a.steps, a.every)]
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps({"records": records, "args": {**vars(a), "checkpoint": str(a.checkpoint),
