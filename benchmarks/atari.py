@@ -49,6 +49,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +105,11 @@ def agent_config() -> Any:
     )
 
 
-def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> Any:
-    """The ``prefrl train`` config of the learned side."""
+def learned_config(
+    task: str, seed: int, run: Path, steps: int, labels: int, overrides: Sequence[str] = ()
+) -> Any:
+    """The ``prefrl train`` config of the learned side, with ``overrides`` (``section.field=value``,
+    the value as JSON or a bare string) applied (:func:`apply_overrides`)."""
     from prefrl.envs.config import EnvConfig
     from prefrl.preference.trainer import RewardTrainerConfig
     from prefrl.rewards.config import RewardNetConfig
@@ -117,7 +121,7 @@ def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> 
     env = EnvConfig(
         id=t["env"], kwargs=json.dumps(kwargs), hide_score=bool(t["env_kwargs"].get("hide_score"))
     )
-    return TrainConfig(
+    cfg = TrainConfig(
         seed=seed,
         run_dir=str(run),
         force=True,
@@ -137,9 +141,34 @@ def learned_config(task: str, seed: int, run: Path, steps: int, labels: int) -> 
         trainer=RewardTrainerConfig(max_steps=FIT_STEPS),
         reward=RewardNetConfig(cnn_shared_trunk=True, use_act=False, **t["reward"]),
     )
+    return apply_overrides(cfg, overrides)
 
 
-def run_learned(task: str, seed: int, run: Path, steps: int, labels: int) -> dict[str, Any]:
+def apply_overrides(cfg: Any, overrides: Sequence[str]) -> Any:
+    """``cfg`` with each ``section.field=value`` of ``overrides`` set (``loop.agent_reset_at=0.5``):
+    an ablation of one mechanism on the learned side, the rest of the game's setup kept. The value
+    is read as JSON (numbers, true/false, null, lists), else kept as a string."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        section, _, name = key.partition(".")
+        part = getattr(cfg, section, None)
+        names = {f.name for f in dataclasses.fields(part)} if dataclasses.is_dataclass(part) else set()
+        if not sep or name not in names:
+            raise ValueError(
+                f"--set {item!r}: expected section.field=value with a field of TrainConfig's "
+                "agent, env, loop, trainer or reward (field names with underscores)"
+            )
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        cfg = dataclasses.replace(cfg, **{section: dataclasses.replace(part, **{name: value})})  # type: ignore[type-var]
+    return cfg
+
+
+def run_learned(
+    task: str, seed: int, run: Path, steps: int, labels: int, overrides: Sequence[str] = ()
+) -> dict[str, Any]:
     """Train (or resume) the learned side; its result."""
     from prefrl.run.config import parse_args
     from prefrl.run.train import train
@@ -147,7 +176,7 @@ def run_learned(task: str, seed: int, run: Path, steps: int, labels: int) -> dic
     if (run / "config.json").exists():
         cfg = parse_args(["--resume", str(run), "--no-progress"])
     else:
-        cfg = learned_config(task, seed, run, steps, labels)
+        cfg = learned_config(task, seed, run, steps, labels, overrides)
     rep = train(cfg)
     return {
         "final_return": rep["true_return"],
@@ -269,7 +298,7 @@ def run_one(a: argparse.Namespace) -> int:
     res = (
         run_true(a.task, a.seed, run, steps)
         if a.side == "true"
-        else run_learned(a.task, a.seed, run, steps, a.labels)
+        else run_learned(a.task, a.seed, run, steps, a.labels, a.set)
     )
     res.update(
         task=a.task,
@@ -278,6 +307,7 @@ def run_one(a: argparse.Namespace) -> int:
         seed=a.seed,
         steps=steps,
         labels=a.labels,
+        overrides=list(a.set) if a.side == "learned" else [],
         agent=dataclasses.asdict(agent_config()),
         last_n_mean=last_n(res["evaluations"]),
         wall_s=time.perf_counter() - t0,
@@ -300,6 +330,7 @@ def run_all(a: argparse.Namespace) -> int:
         cmd = [sys.executable, __file__, "--task", a.task, "--side", side, "--seed", str(seed),
                "--out", a.out, "--labels", str(a.labels),
                "--eval-interval", str(a.eval_interval)]  # fmt: skip
+        cmd += [arg for item in a.set for arg in ("--set", item)]
         jobs.append((f"{side}-seed{seed}", cmd + (["--steps", str(a.steps)] if a.steps else [])))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return 1 if run_jobs(jobs, root, a.jobs, env, label=a.task) else 0
@@ -527,6 +558,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="label budget of the learned runs (default: the game's, Atari 1,400, "
                         "CoinRun 1,000)")  # fmt: skip
     p.add_argument("--eval-interval", type=int, default=50_000, help="agent steps between evaluations")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.FIELD=VALUE",
+        help="learned side only, repeatable: change one option of its prefrl train config "
+        "(loop.initial_steps_per_label=100); an ablation, so give it its own --out",
+    )
     p.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1)), help="runs at a time")
     p.add_argument(
         "--out", default="../atari-runs", help="folder of the run directories (outside the checkout)"

@@ -181,3 +181,29 @@ def test_a_finished_run_is_scored_by_its_final_policy_and_older_ones_can_be(
     assert at.main(["--task", "coinrun", "--final-eval", *out]) == 0
     again = json.loads(result.read_text())["final_eval"]
     assert again == r["final_eval"]  # the same policy over the same episodes
+
+
+def test_an_ablation_changes_one_option_of_the_learned_side_and_its_children_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = _atari()
+    sets = ["loop.initial_steps_per_label=100", "trainer.adaptive_l2=true", "reward.output=tanh"]
+    cfg = at.learned_config("pong", 0, tmp_path / "r", 1_000, 10, sets)
+    assert cfg.loop.initial_steps_per_label == 100 and cfg.trainer.adaptive_l2 is True
+    assert cfg.reward.output == "tanh"  # not JSON: kept as the string
+    assert cfg.loop.hide_terminations and cfg.agent == at.agent_config()  # the rest of the setup kept
+    for bad in ("loop.no_such_option=1", "initial_steps_per_label=100", "loop.fragment_length"):
+        with pytest.raises(ValueError, match=r"section\.field=value"):
+            at.learned_config("pong", 0, tmp_path / "r", 1_000, 10, [bad])
+    jobs: list[list[str]] = []
+
+    def run_jobs(js: list[tuple[str, list[str]]], *args: object, **kwargs: object) -> bool:
+        jobs.extend(cmd for _, cmd in js)
+        return False  # none failed
+
+    monkeypatch.setattr("prefrl.run.jobs.run_jobs", run_jobs)
+    monkeypatch.setattr(at, "random_score", lambda task, out: 0.0)
+    argv = ["--task", "pong", "--seeds", "1", "--sides", "learned", "--out", str(tmp_path)]
+    assert at.main([*argv, "--set", sets[0], "--set", sets[1]]) == 0
+    (cmd,) = jobs
+    assert cmd[-4:] == ["--set", sets[0], "--set", sets[1]]  # each run process applies them
