@@ -854,6 +854,29 @@ def refit(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def policies(res: Results) -> str:
+    """Policies ranked by a run's learned reward and by the true one (``prefrl interpret policies``,
+    files under ``policies/``): per file, each policy's rewards per step (two standard errors)
+    and per episode, then the command's verdict."""
+
+    def pm(x: float | None, se: float | None) -> str:
+        return "–" if x is None else f"{x:+.4f} ± {2 * (se or 0.0):.4f}"
+
+    rows = []
+    for path in sorted((res.root / "policies").glob("*.json")):
+        r = json.loads(path.read_text())
+        for p in r["policies"]:
+            true_ret = "–" if p["true_return"] is None else f"{p['true_return']:.1f}"
+            rows.append([path.stem, p["name"], f"{p['steps']:,} ({p['episodes']})",
+                         pm(p["true_per_step"], p["true_per_step_se"]),
+                         pm(p["learned_per_step"], p["learned_per_step_se"]), true_ret,
+                         f"{p['learned_return']:.1f}"])  # fmt: skip
+        rows.append([path.stem, "**verdict**", "", "", "", "", str(r["verdict"])])
+    head = ["run", "policy", "steps (episodes)", "true reward per step", "learned reward per step",
+            "true return per episode", "learned return per episode"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def coinrun(res: Results) -> str:
     """CoinRun rewards from preferences beside their supervised twins (``coinrun.py``, one result
     file each under ``coinrun/``, ``coinrun.json`` first): ranking of clips that reach the coin,
@@ -1031,6 +1054,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "image-reward": image_reward,
     "atari-flat-cnn": atari_flat_cnn,
     "refit": refit,
+    "policies": policies,
     "coinrun": coinrun,
     "run-watch": run_watch,
     "needs-more-seeds": needs_more_seeds,

@@ -281,3 +281,14 @@ def test_crafted_state_paths_and_sizes_get_one_line(good_policies: dict[str, Pat
     assert isinstance(untouched, SAC)
     layer = untouched.actor.latent_pi[0]
     assert isinstance(layer, torch.nn.Linear) and layer.out_features == 8
+
+
+def test_rollouts_act_with_the_algorithm_the_policy_file_names_unless_told_another(
+    good_policies: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "t.npz"
+    args = ["rollouts", "--out", str(out), "--env.id", "CartPole-v1", "--policy", str(good_policies["ppo"])]
+    assert main([*args, "--episodes", "1"]) == 0  # no --algo: the file's PPO
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["episodes"] == 1 and out.exists()
+    assert main([*args, "--episodes", "1", "--algo", "dqn"]) == 2  # a PPO file is not a DQN policy
+    assert "sb3 ppo policy, not sb3 dqn" in capsys.readouterr().err

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import tyro
 
+from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.envs.gridworld import GridWorldEnv
 from prefrl.interpret import attribution as attr
 from prefrl.interpret.evaluation import (
@@ -32,6 +33,7 @@ from prefrl.interpret.plots import (
     plot_reward_slice,
     plot_training_curves,
 )
+from prefrl.interpret.policies import plot_policy_ranking, rank_policies
 from prefrl.interpret.report import write_html_report
 from prefrl.interpret.shaping import ShapingConfig, learn_shaping, plot_shaping
 from prefrl.interpret.sources import Sources
@@ -419,6 +421,25 @@ class Supervised(Common):
 
 
 @dataclass
+class Policies(Common):
+    """Policies ranked by the learned reward and by the true one: does the reward misrank
+    behaviour, or did the agent not optimise it? (policies.png, .json)."""
+
+    compare: Annotated[tuple[Path, ...], tyro.conf.arg(metavar="FILE [FILE ...]")] = ()
+    """Trajectory files (.npz, e.g. from prefrl rollouts), one per policy, each named by its
+    file name: the run's policy, a true-reward agent's, random actions."""
+
+    def execute(self) -> dict[str, Any]:
+        net = self.sources().require_net()
+        names = [p.stem for p in self.compare]
+        if len(set(names)) != len(names):
+            raise ValueError(f"--compare files need distinct names (their stems), got {names}")
+        res = rank_policies(net, {p.stem: TrajectoryBatch.load(p) for p in self.compare})
+        res["png"] = str(plot_policy_ranking(res, self.out_dir() / "policies.png"))
+        return _dump(res, self.out_dir() / "policies.json")
+
+
+@dataclass
 class Report(Common):
     """Everything that applies, bundled into one HTML page (index.html)."""
 
@@ -491,6 +512,7 @@ SUBCOMMANDS: dict[str, Callable[..., Any]] = {
     "features": Features,
     "shape": Shape,
     "supervised": Supervised,
+    "policies": Policies,
     "report": Report,
 }
 

@@ -29,8 +29,8 @@ class RolloutsConfig:
         str | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="(default: random actions)")
     ] = None
     """A policy.zip written by prefrl (train or the benchmarks; prefrl's own format)."""
-    algo: str = "sac"
-    """Algorithm of --policy: sac | td3 | dqn | ppo | a2c."""
+    algo: str = "auto"
+    """Algorithm of --policy: sac | td3 | dqn | ppo | a2c; auto: the one the file names."""
     backend: Literal["sb3", "sbx"] = "sb3"
     """Library that wrote --policy: sb3 (stable-baselines3) or sbx (its JAX port)."""
     episodes: Annotated[int | None, tyro.conf.arg(metavar="INT", help_behavior_hint="(default: 10)")] = None
