@@ -166,3 +166,22 @@ def test_a_run_stopped_during_the_trial_resumes_and_decides_it(tmp_path) -> None
     again.run()
     trial = [h for h in again.state.history if "agent/reset_trial" in h]
     assert [h["iteration"] for h in trial] == [3] and np.isfinite(trial[0]["agent/reset_trial"])
+
+
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_each_iteration_logs_how_much_an_on_policy_agent_still_samples(algo: str) -> None:
+    """agent/entropy: PPO's action entropy after its update, between 0 (one action) and ln 2
+    (CartPole's two actions uniform), lower after training hard on one reward; SAC logs none."""
+    env_id = "CartPole-v1" if algo == "ppo" else "Pendulum-v1"
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10)
+    loop = build(cfg, algo=algo, env_id=env_id)
+    loop.run()
+    logged = [h.get("agent/entropy") for h in loop.state.history]
+    if algo == "sac":
+        assert logged == [None, None]
+        return
+    assert all(e is not None and 0.0 < e <= np.log(2) + 1e-6 for e in logged)
+    loop.agent.ent_coef, loop.agent.learning_rate = 0.0, 0.01  # then train greedily for a while
+    loop.agent.lr_schedule = lambda _: 0.01
+    loop.agent_step.learn(64 * 40)
+    assert loop.agent_step.stats()["agent/entropy"] < logged[-1]

@@ -82,6 +82,16 @@ class AgentStep:
         self.started = True
         self.env_steps += steps
 
+    def stats(self) -> dict[str, float]:
+        """What the agent's last update said of its policy: ``agent/entropy``, the mean entropy
+        of its action distribution over its last minibatches (on-policy agents, which log it as
+        ``train/entropy_loss``; near 0 the policy has stopped sampling, and labels of its clips
+        can only show the reward one behaviour). Empty where the agent logged none."""
+        logger = getattr(self.agent, "logger", None)
+        values = getattr(logger, "name_to_value", None)
+        loss = values.get("train/entropy_loss") if isinstance(values, dict) else None
+        return {} if loss is None or not math.isfinite(float(loss)) else {"agent/entropy": -float(loss)}
+
     def reset(self, seed: int) -> None:
         """Give the agent fresh weights (policy, critics, optimisers), drawn from ``seed``; its
         step counter, environment and (off-policy) replay buffer stay (``agent_reset_at``)."""

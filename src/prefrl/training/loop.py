@@ -297,6 +297,7 @@ class PreferenceLoop:
                 if self.signal is not None:
                     self.signal.learned()
             m["time/agent_s"] = time.perf_counter() - t0
+            m.update(self.agent_step.stats())
         m["env_steps"] = float(self.env_steps)
         return m
 
