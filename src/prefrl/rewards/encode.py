@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
 from prefrl.data.arrays import obs_map
 from prefrl.data.fragments import Fragments
+from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import Features, RewardNet, to_tensor
 
 
@@ -48,6 +51,30 @@ def fragments_per_chunk(net: RewardNet, fragments: Fragments, most: int = 4096) 
     elems = sum(np.asarray(v).size for v in (row.values() if isinstance(row, dict) else [row]))
     per = fragments.length * max(1, elems) * 4 * 2 * net.ensemble_size  # bytes per fragment
     return int(max(1, min(most, CHUNK_BYTES // per)))
+
+
+def steps_per_chunk(net: RewardNet, obs_row: object, most: int = 16_384) -> int:
+    """Transitions scored per pass so that one pass stays near :data:`CHUNK_BYTES` (``>= 1``):
+    ``obs_row`` is one observation (an array or a dict of them). Pong's ``4x84x84`` frames with 3
+    members: about 400 at a time, where a 50,000-step iteration in one pass took 11 GB."""
+    elems = sum(np.asarray(v).size for v in (obs_row.values() if isinstance(obs_row, dict) else [obs_row]))
+    per = max(1, elems) * 4 * 2 * net.ensemble_size  # float obs and next obs for every member
+    return int(max(1, min(most, CHUNK_BYTES // per)))
+
+
+def batch_rewards(
+    net: RewardNet, fn: Callable[..., np.ndarray], batch: TrajectoryBatch, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """``fn(obs, acts, next_obs, dones)`` (rewards ``[n]`` of ``net``) on the transitions leaving
+    ``rows`` of ``batch`` (default: every one), in passes of :func:`steps_per_chunk` transitions,
+    concatenated: ``[len(rows)]`` float32. Only one pass's inputs are ever copied out of ``batch``."""
+    rows = batch.step_rows if rows is None else np.asarray(rows)
+    if len(rows) == 0:
+        return np.zeros(0, np.float32)
+    chunk = steps_per_chunk(net, obs_map(lambda a: a[0], batch.obs))
+    parts = [np.asarray(fn(*batch.transitions(rows[s : s + chunk])), np.float32)
+             for s in range(0, len(rows), chunk)]  # fmt: skip
+    return np.concatenate(parts)
 
 
 @torch.no_grad()

@@ -22,6 +22,7 @@ from prefrl.agents.protocols import Agent
 from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.sb3 import relabel_replay_buffer, write_buffer_rewards
 from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.rewards.encode import batch_rewards
 from prefrl.training.config import LoopConfig
 
 
@@ -112,7 +113,7 @@ class AgentReward:
             self.reward.normalizer.reset_to(raw)
             write_buffer_rewards(agent, self.reward.normalizer(raw) if self.reward.normalize else raw)
         else:
-            raw = self.reward.raw(*batch.transitions())
+            raw = batch_rewards(self.reward.net, self.reward.raw, batch)  # in passes: Atari's are GBs
             self.reward.normalizer.reset_to(raw)
 
     def refresh(self) -> None:

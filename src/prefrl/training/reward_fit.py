@@ -19,6 +19,7 @@ from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.fragments import Fragments, sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import RewardTrainer, true_pair_accuracy
+from prefrl.rewards.encode import batch_rewards
 from prefrl.rewards.io import save_reward_net
 from prefrl.rewards.nets import RewardNet
 from prefrl.seeding import stream
@@ -98,7 +99,7 @@ class RewardFit:
         acc = true_pair_accuracy(self.net, batch, HELDOUT_PAIRS, length, rng)
         out = {} if acc is None else {"reward/heldout_accuracy": acc}
         rows = batch.step_rows
-        learned, _ = self.net.predict(*batch.transitions(rows))
+        learned = batch_rewards(self.net, lambda *t: self.net.predict(*t)[0], batch, rows)
         true = batch.rews[rows]
         if len(rows) < 2 or np.std(learned) == 0 or np.std(true) == 0:
             return out
