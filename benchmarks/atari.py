@@ -47,6 +47,7 @@ import csv
 import dataclasses
 import json
 import os
+import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -311,6 +312,7 @@ def run_one(a: argparse.Namespace) -> int:
         agent=dataclasses.asdict(agent_config()),
         last_n_mean=last_n(res["evaluations"]),
         wall_s=time.perf_counter() - t0,
+        peak_memory_gib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,  # this process's (KiB)
     )
     res["final_eval"] = final_score(a.task, run)
     write_json(result, res)

@@ -177,6 +177,7 @@ def test_a_finished_run_is_scored_by_its_final_policy_and_older_ones_can_be(
     result = tmp_path / "coinrun" / "true-seed0.json"
     r = json.loads(result.read_text())
     assert r["final_eval"]["episodes"] == 2 and 0.0 <= r["final_eval"]["score"] <= 10.0
+    assert 0.1 < r["peak_memory_gib"] < 16  # what a run costs in memory, beside its wall time
     result.write_text(json.dumps({k: v for k, v in r.items() if k != "final_eval"}))
     assert at.main(["--task", "coinrun", "--final-eval", *out]) == 0
     again = json.loads(result.read_text())["final_eval"]
