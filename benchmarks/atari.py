@@ -402,6 +402,7 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                         "train_wall_s": r["train_wall_s"],
                         **({"final_eval": r["final_eval"]} if "final_eval" in r else {}),
                         "heldout": r.get("heldout", []),
+                        "overrides": r.get("overrides", []),
                     }
                 elif evals := progress(run):
                     sides[side][seed] = {"finished": False, "evaluations": evals, "heldout": heldout(run)}
@@ -503,6 +504,10 @@ def markdown(table: dict[str, Any]) -> str:
                  for _, r in sorted(runs.items())]  # fmt: skip
         return ", ".join(parts) or "—"
 
+    def ablation(runs: dict[int, dict[str, Any]]) -> str:  # --set options of the learned side
+        sets = sorted({o for r in runs.values() for o in r.get("overrides", [])})
+        return f" (learned side: {', '.join(f'`{o}`' for o in sets)})" if sets else ""
+
     head = ["game", "labels / steps", "random", "learned reward (seeds)", "true reward (seeds)",
             "normalised (CoinRun: learned / true), finished seeds; running ones",
             "learned reward on the agent's newest clips (seeds)"]  # fmt: skip
@@ -525,7 +530,7 @@ def markdown(table: dict[str, Any]) -> str:
             "| "
             + " | ".join(
                 [
-                    t["env"],
+                    t["env"] + ablation(t["sides"]["learned"]),
                     f"{TASKS[task]['labels']} / {TASKS[task]['steps'] // 1000}k",
                     rand,
                     cell(t["sides"]["learned"]),

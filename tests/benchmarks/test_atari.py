@@ -65,7 +65,7 @@ def test_table_normalises_at_the_same_steps_and_draws_the_curves(tmp_path: Path)
     assert (copies / "pong" / "learned-seed0.json").exists()
     assert json.loads((copies / "pong" / "true-seed0.progress.json").read_text())["steps"] == 150_000
     md = at.markdown(table)
-    assert "ALE/Pong-v5" in md and "running, 150k" in md, md
+    assert "| ALE/Pong-v5 |" in md and "running, 150k" in md, md  # the defaults: no ablation named
     assert f"| running: {t['normalized'][0]:.2f} |" in md, md  # the true side still runs
 
 
@@ -208,3 +208,20 @@ def test_an_ablation_changes_one_option_of_the_learned_side_and_its_children_get
     assert at.main([*argv, "--set", sets[0], "--set", sets[1]]) == 0
     (cmd,) = jobs
     assert cmd[-4:] == ["--set", sets[0], "--set", sets[1]]  # each run process applies them
+
+
+def test_an_ablations_table_names_the_options_its_learned_side_ran_with(tmp_path: Path) -> None:
+    at = _atari()
+    root = tmp_path / "pong"
+    root.mkdir()
+    (root / "random.json").write_text(json.dumps({"random_return": -20.0}))
+    _write(root, "learned-seed0", [[50_054, -15.0]], finished=True)
+    result = root / "learned-seed0.json"
+    r = json.loads(result.read_text())
+    result.write_text(
+        json.dumps({**r, "overrides": ["loop.agent_reset_at=0.3", "loop.initial_steps_per_label=100"]})
+    )
+    md = at.markdown(at.summarize(tmp_path, None))
+    assert (
+        "| ALE/Pong-v5 (learned side: `loop.agent_reset_at=0.3`, `loop.initial_steps_per_label=100`) |" in md
+    )
