@@ -403,6 +403,7 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                         **({"final_eval": r["final_eval"]} if "final_eval" in r else {}),
                         "heldout": r.get("heldout", []),
                         "overrides": r.get("overrides", []),
+                        **({"peak_memory_gib": r["peak_memory_gib"]} if "peak_memory_gib" in r else {}),
                     }
                 elif evals := progress(run):
                     sides[side][seed] = {"finished": False, "evaluations": evals, "heldout": heldout(run)}
@@ -547,7 +548,25 @@ def markdown(table: dict[str, Any]) -> str:
             "normalised score at the steps both sides reached. The learned reward's accuracy: the share "
             "of pairs of the agent's newest clips it ordered as the teacher did, before training on them "
             f"(mean of its last {LAST_N} iterations; — for runs from before it was kept).")  # fmt: skip
-    return "\n".join(lines) + ("\n\n" + note if table else "")
+    return "\n".join(lines) + ("\n\n" + note + cost(table) if table else "")
+
+
+def cost(table: dict[str, Any]) -> str:
+    """What a finished run cost: per game and side, the hours its training took (each run in its
+    own process with one torch thread, the machine shared with the other side) and, where the
+    result recorded it, its peak memory."""
+    parts = []
+    for t in table.values():
+        for side in SIDES:
+            done = [r for r in t["sides"][side].values() if r["finished"]]
+            if not done:
+                continue
+            hours = "/".join(f"{r['train_wall_s'] / 3600:.1f}" for r in done)
+            mem = [r["peak_memory_gib"] for r in done if r.get("peak_memory_gib")]
+            parts.append(
+                f"{t['env']} {side} side {hours} h" + (f", at most {max(mem):.1f} GiB" if mem else "")
+            )
+    return (" Training time of each finished run: " + "; ".join(parts) + ".") if parts else ""
 
 
 def main(argv: list[str] | None = None) -> int:

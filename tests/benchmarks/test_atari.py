@@ -218,10 +218,9 @@ def test_an_ablations_table_names_the_options_its_learned_side_ran_with(tmp_path
     _write(root, "learned-seed0", [[50_054, -15.0]], finished=True)
     result = root / "learned-seed0.json"
     r = json.loads(result.read_text())
-    result.write_text(
-        json.dumps({**r, "overrides": ["loop.agent_reset_at=0.3", "loop.initial_steps_per_label=100"]})
-    )
+    sets = ["loop.agent_reset_at=0.3", "loop.initial_steps_per_label=100"]
+    result.write_text(json.dumps({**r, "overrides": sets, "train_wall_s": 5400.0, "peak_memory_gib": 5.24}))
     md = at.markdown(at.summarize(tmp_path, None))
-    assert (
-        "| ALE/Pong-v5 (learned side: `loop.agent_reset_at=0.3`, `loop.initial_steps_per_label=100`) |" in md
-    )
+    game = "| ALE/Pong-v5 (learned side: `loop.agent_reset_at=0.3`, `loop.initial_steps_per_label=100`) |"
+    assert game in md
+    assert "Training time of each finished run: ALE/Pong-v5 learned side 1.5 h, at most 5.2 GiB." in md
