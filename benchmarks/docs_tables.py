@@ -789,6 +789,14 @@ def atari_flat_cnn(res: Results) -> str:
     return str(at.markdown(at.summarize(res.root / "atari-flat-cnn-2026-11-28", None)))
 
 
+def atari_pong_broad(res: Results) -> str:
+    """Pong's learned side run again with a broad first reward (``atari.py --set
+    loop.initial_steps_per_label=100``, its results under ``atari-pong-broad-2026-11-28``), beside
+    the same true-reward seed as the committed row."""
+    at = _load("atari")
+    return str(at.markdown(at.summarize(res.root / "atari-pong-broad-2026-11-28", None)))
+
+
 def image_reward(res: Results) -> str:
     """The offline image-reward probe (``image_reward.py``): per file, each variant's median
     held-out accuracy (with its worst draw), correlation with the true reward, share of its own
@@ -851,6 +859,24 @@ def refit(res: Results) -> str:
     head = ["labels of", "reward", "optimiser steps", "loss", "fitted pairs ordered",
             "held-out pairs ordered (pairs)", "level per member (before the squash)",
             "rewards at +-1", "spread of the rewards"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
+def refit_policies(res: Results) -> str:
+    """How each refit reward ranks the policies given to ``refit_labels.py --compare`` (records
+    with ``per_step_in_spreads``): every record, each policy's mean reward per step in units of
+    the per-step rewards' spread, and the order, best first."""
+    rows = []
+    for path in sorted((res.root / "refit").glob("*.json")):
+        records = [r for r in json.loads(path.read_text())["records"] if "per_step_in_spreads" in r]
+        names = list(records[0]["per_step_in_spreads"]) if records else []
+        for r in records:
+            fit = "the run's own" if r["lr"] is None else f"refit, lr {r['lr']:g}"
+            per = ", ".join(f"{n} {r['per_step_in_spreads'][n]:+.2f}" for n in names)
+            rows.append([path.stem, f"{r['output']}, {fit}", str(r["steps"]), held_out(r), per,
+                         " > ".join(r["order"])])  # fmt: skip
+    head = ["labels of", "reward", "optimiser steps", "held-out pairs ordered (pairs)",
+            "reward per step of each policy (spreads of the per-step reward)", "order"]  # fmt: skip
     return markdown_table(head, rows)
 
 
@@ -1053,7 +1079,9 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "dmc-runs": dmc_runs,
     "image-reward": image_reward,
     "atari-flat-cnn": atari_flat_cnn,
+    "atari-pong-broad": atari_pong_broad,
     "refit": refit,
+    "refit-policies": refit_policies,
     "policies": policies,
     "coinrun": coinrun,
     "run-watch": run_watch,

@@ -37,6 +37,9 @@ import numpy as np
 import torch
 
 from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.interpret.evaluation import predicted_rewards
+from prefrl.interpret.policies import rank_policies
 from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards.encode import encode_fragments, fragment_rewards
 from prefrl.rewards.io import build_reward_net, load_reward_net
@@ -65,9 +68,12 @@ def load_split(ckpt: Path, held_out: float) -> tuple[PreferenceDataset, Preferen
     return train, test
 
 
-def measure(net: RewardNet, test: PreferenceDataset) -> dict[str, Any]:
+def measure(
+    net: RewardNet, test: PreferenceDataset, policies: dict[str, TrajectoryBatch] | None = None
+) -> dict[str, Any]:
     """How ``net`` pays the held-out clips: pairs ordered as labelled, each member's level before
-    the squash, the share of rewards a tanh holds at +-1, and the spread of per-step rewards."""
+    the squash, the share of rewards a tanh holds at +-1, and the spread of per-step rewards;
+    with ``policies``, how it ranks them (:func:`compare`)."""
     assert test.fragments is not None
     labels, pairs = test.labels, test.pairs
     strict = np.abs(labels - 0.5) > 1e-6
@@ -82,13 +88,35 @@ def measure(net: RewardNet, test: PreferenceDataset) -> dict[str, Any]:
         "level": [float(x) for x in raw.mean(dim=(1, 2))],
         "saturated": float((np.abs(rews) > 0.999).mean()) if net.output == "tanh" else 0.0,
         "spread": float(raw.reshape(raw.shape[0], -1).std(1).mean().item()),  # 0: the same for every step
+        **compare(net, policies or {}),
     }
 
 
-def as_saved(ckpt: Path, saved: RewardNet, test: PreferenceDataset) -> dict[str, Any]:
+def compare(net: RewardNet, policies: dict[str, TrajectoryBatch]) -> dict[str, Any]:
+    """How ``net`` ranks the policies of ``policies`` (name -> rollouts, ``--compare``): each one's
+    mean reward per step above the mean of all their steps, in units of those steps' spread (so
+    that the gaps read alike from reward to reward, whatever level a linear output drifted to),
+    and the order, best first (``prefrl interpret policies``, whose misrankings need true
+    rewards in the files)."""
+    if not policies:
+        return {}
+    ranked = rank_policies(net, policies)
+    every = np.concatenate([predicted_rewards(net, b)[b.step_rows] for b in policies.values()])
+    level, spread = float(every.mean()), float(every.std()) or 1.0
+    absorbing = net.absorbing_value()  # rank_policies measures from it
+    means = {
+        p["name"]: (p["learned_per_step"] + absorbing - level) / spread
+        for p in ranked["policies"]  # type: ignore[attr-defined]
+    }
+    return {"per_step_in_spreads": means, "order": ranked["order_learned"]}
+
+
+def as_saved(
+    ckpt: Path, saved: RewardNet, test: PreferenceDataset, policies: dict[str, TrajectoryBatch] | None = None
+) -> dict[str, Any]:
     """The checkpoint's own reward ``saved``, as the run left it (``steps`` 0, no fit)."""
-    record = {"checkpoint": str(ckpt), "output": saved.output, "lr": None, "steps": 0,
-              "train_loss": None, "train_accuracy": None, **measure(saved, test), "wall_s": 0.0}  # fmt: skip
+    record = {"checkpoint": str(ckpt), "output": saved.output, "lr": None, "steps": 0, "train_loss": None,
+              "train_accuracy": None, **measure(saved, test, policies), "wall_s": 0.0}  # fmt: skip
     print(json.dumps(record), flush=True)
     return record
 
@@ -100,6 +128,7 @@ def refit(
     variant: tuple[str, float],
     steps: int,
     every: int,
+    policies: dict[str, TrajectoryBatch] | None = None,
 ) -> list[dict[str, Any]]:
     """One variant's fit of the fitted half of ``split`` by a fresh network of ``saved``'s
     architecture: a record every ``every`` steps."""
@@ -116,7 +145,7 @@ def refit(
         records.append({
             "checkpoint": str(ckpt), "output": output, "lr": lr, "steps": done,
             "train_loss": metrics["train_loss"], "train_accuracy": metrics["train_accuracy"],
-            **measure(net, test), "wall_s": time.perf_counter() - t0,
+            **measure(net, test, policies), "wall_s": time.perf_counter() - t0,
         })  # fmt: skip
         print(json.dumps(records[-1]), flush=True)
     return records
@@ -133,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=200, help="optimiser steps of each fit")
     p.add_argument("--every", type=int, default=20, help="optimiser steps between records")
     p.add_argument("--held-out", type=float, default=0.2, help="share of the labelled pairs held out")
+    p.add_argument("--compare", type=Path, nargs="*", default=[], metavar="FILE",
+                   help="trajectory files of policies (prefrl rollouts), each named by its file name: "
+                   "every record says how that reward ranks them")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="also write the records to this JSON file")
     a = p.parse_args(argv)
     if a.steps < 1 or a.every < 1 or not 0 < a.held_out < 1:
@@ -145,12 +177,16 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     split = load_split(a.checkpoint, a.held_out)  # read once for every variant
     saved = load_reward_net(a.checkpoint / "reward.safetensors")
-    records = [as_saved(a.checkpoint, saved, split[1])]
-    records += [r for v in a.variants for r in refit(a.checkpoint, saved, split, v, a.steps, a.every)]
+    policies = {f.stem: TrajectoryBatch.load(f) for f in a.compare}
+    records = [as_saved(a.checkpoint, saved, split[1], policies)]
+    records += [
+        r for v in a.variants for r in refit(a.checkpoint, saved, split, v, a.steps, a.every, policies)
+    ]
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps({"records": records, "args": {**vars(a), "checkpoint": str(a.checkpoint),
-                                                                  "out": str(a.out)}}, indent=1))  # fmt: skip
+        args = {**vars(a), "checkpoint": str(a.checkpoint), "out": str(a.out),
+                "compare": [str(f) for f in a.compare]}  # fmt: skip
+        a.out.write_text(json.dumps({"records": records, "args": args}, indent=1))
     return 0
 
 

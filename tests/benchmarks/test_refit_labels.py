@@ -50,3 +50,35 @@ def test_refit_records_each_variants_course_and_names_a_wrong_directory(tmp_path
     with pytest.raises(SystemExit):
         rf.main(["--checkpoint", str(ckpt), "--variants", "sigmoid:0.1"])
     assert "a variant is OUTPUT:LR" in capsys.readouterr().err
+
+
+def test_refit_records_how_each_reward_ranks_the_policies_it_is_given(tmp_path: Path) -> None:
+    """--compare: every record scores the trajectory files by its reward; a reward fitted to
+    Pendulum's labels pays the random episodes the true reward pays most above those it pays least."""
+    import numpy as np
+
+    from prefrl.agents.rollout import collect_episodes
+    from prefrl.agents.sb3 import make_env
+    from prefrl.data import TrajectoryBatch
+
+    run = tmp_path / "run"
+    args = ["train", "--env.id", "Pendulum-v1", "--run-dir", str(run), "--loop.total-steps", "600",
+            "--loop.initial-steps", "400", "--loop.iterations", "1", "--loop.total-labels", "60",
+            "--loop.fragment-length", "10", "--no-page", "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    batch = collect_episodes(make_env("Pendulum-v1"), n_episodes=16, seed=3)
+    order = np.argsort(batch.episode_returns())
+    files = []
+    for name, idx in (("worse", order[:8]), ("better", order[8:])):
+        files.append(TrajectoryBatch.from_trajectories([batch.episode(int(i)) for i in idx]).save(
+            tmp_path / f"{name}.npz"))  # fmt: skip
+    out = tmp_path / "refit.json"
+    argv = ["--checkpoint", str(run), "--variants", "linear:0.003", "--steps", "100", "--every", "100",
+            "--out", str(out), "--compare", *map(str, files)]  # fmt: skip
+    assert _module().main(argv) == 0
+    records = json.loads(out.read_text())["records"]
+    assert len(records) == 2 and all(set(r["per_step_in_spreads"]) == {"better", "worse"} for r in records)
+    assert records[-1]["order"] == ["better", "worse"], records[-1]
+    gap = records[-1]["per_step_in_spreads"]["better"] - records[-1]["per_step_in_spreads"]["worse"]
+    assert 0 < gap < 10  # in units of the per-step rewards' spread
+    assert all(abs(v) < 10 for r in records for v in r["per_step_in_spreads"].values())  # around the mean

@@ -862,6 +862,16 @@ class World:
             return self.cli("config", "train", "--print-config", stdout=variant) / variant
         if variant == "pend.npz":
             return self.cli("pend", "rollouts", "--out", variant, "--episodes", "2") / variant
+        if variant in POLICY_FILES:  # a policy's rollouts: the tiny run's, or random actions
+            policy = []
+            if variant != "random.npz":
+                run = "runs/Pendulum-v1-sac-doc"
+                self.made[run] = self.made.get(run) or self.build(run)
+                policy = ["--policy", str(self.made[run] / "policy.zip")]
+            return (
+                self.cli(variant.replace(".", "_"), "rollouts", "--out", variant, "--steps", "200", *policy)
+                / variant
+            )
         if variant == "runs/labels.db":
             made = self.cli("labels", "label", "add-user", "--store", variant, "doc-labeller", "--admin")
             return made / variant
@@ -898,10 +908,15 @@ class World:
                 shutil.copy2(p, target)
 
 
+POLICY_FILES = ("learned.npz", "random.npz", "mine.npz")
+"""Rollouts of policies that docs compare (``prefrl interpret policies``, ``refit_labels.py
+--compare``): the tiny Pendulum run's policy, or random actions for ``random.npz``."""
+
 # Paths as written in the docs; World.build makes each.
 RESOURCES = (
     "runs/Pendulum-v1-sac-doc", "runs/grid", "pendulum.json", "pend.npz", "runs/labels.db",
     "a.safetensors", "b.safetensors", "r.safetensors", "cnn.safetensors", "t.npz", "runs/coinrun",
+    *POLICY_FILES,
 )  # fmt: skip
 
 
