@@ -104,3 +104,7 @@ def test_training_figure_shows_the_headline_panels_first() -> None:
     assert flat == 1 and "reward/l2_coef" not in [t for t, _, _ in every] and len(every) == len(cols) - 3
     fallback, _ = training_panels({"my/metric": ramp})  # none of the usual metrics
     assert [t for t, _, _ in fallback] == ["my/metric"]
+    on_policy, _ = training_panels({**cols, "agent/entropy": 1.0 / (1.0 + ramp)})  # PPO's runs log it
+    assert [names for t, names, _ in on_policy if t.startswith("agent: action entropy")] == [
+        ["agent/entropy"]
+    ]

@@ -215,7 +215,8 @@ class Slice(Common):
 @dataclass
 class Training(Common):
     """Training curves of a run from its metrics.csv: training.png (the panels read first: true
-    return, reward accuracy, correlation, labels, loss, time) and training_all.png (every metric)."""
+    return, the agent's action entropy where it logs one, reward accuracy, correlation, labels,
+    loss, time) and training_all.png (every metric)."""
 
     metrics: Path | None = None
     """metrics.csv to plot; default: RUN/metrics.csv."""
