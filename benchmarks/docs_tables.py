@@ -775,26 +775,29 @@ def dmc_options(res: Results) -> str:
     return str(_load("frontier").options_table(res.root / "frontier", res.root / "frontier-options"))
 
 
+def atari_table(res: Results, folder: str) -> str:
+    """``atari.py``'s table of the results under ``folder`` (of ``benchmarks/results``)."""
+    at = _load("atari")
+    return str(at.markdown(at.summarize(res.root / folder, None)))
+
+
 def atari(res: Results) -> str:
     """Atari from preferences beside the same agent on the game's reward (``atari.py``)."""
-    at = _load("atari")
-    return str(at.markdown(at.summarize(res.root / "atari", None)))
+    return atari_table(res, "atari")
 
 
 def atari_flat_cnn(res: Results) -> str:
     """CoinRun's learned side run again with the flat CNN's learning rate and linear output of
     2026-11-28 (``atari.py``, its results under ``atari-flat-cnn-2026-11-28``), beside the same
     true-reward seeds as the committed rows."""
-    at = _load("atari")
-    return str(at.markdown(at.summarize(res.root / "atari-flat-cnn-2026-11-28", None)))
+    return atari_table(res, "atari-flat-cnn-2026-11-28")
 
 
 def atari_pong_broad(res: Results) -> str:
     """Pong's learned side run again with a broad first reward (``atari.py --set
     loop.initial_steps_per_label=100``, its results under ``atari-pong-broad-2026-11-28``), beside
     the same true-reward seed as the committed row."""
-    at = _load("atari")
-    return str(at.markdown(at.summarize(res.root / "atari-pong-broad-2026-11-28", None)))
+    return atari_table(res, "atari-pong-broad-2026-11-28")
 
 
 def image_reward(res: Results) -> str:

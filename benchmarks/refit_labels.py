@@ -38,7 +38,6 @@ import torch
 
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.trajectories import TrajectoryBatch
-from prefrl.interpret.evaluation import predicted_rewards
 from prefrl.interpret.policies import rank_policies
 from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards.encode import encode_fragments, fragment_rewards
@@ -101,13 +100,14 @@ def compare(net: RewardNet, policies: dict[str, TrajectoryBatch]) -> dict[str, A
     if not policies:
         return {}
     ranked = rank_policies(net, policies)
-    every = np.concatenate([predicted_rewards(net, b)[b.step_rows] for b in policies.values()])
-    level, spread = float(every.mean()), float(every.std()) or 1.0
-    absorbing = net.absorbing_value()  # rank_policies measures from it
-    means = {
-        p["name"]: (p["learned_per_step"] + absorbing - level) / spread
-        for p in ranked["policies"]  # type: ignore[attr-defined]
-    }
+    scores = ranked["policies"]
+    assert isinstance(scores, list)
+    n = np.array([p["steps"] for p in scores], float)
+    mean = np.array([p["learned_per_step"] for p in scores])
+    std = np.array([p["learned_per_step_std"] for p in scores])
+    level = float(np.average(mean, weights=n))  # of all the files' steps, pooled
+    spread = float(np.sqrt(np.average(std**2 + (mean - level) ** 2, weights=n))) or 1.0
+    means = {p["name"]: (m - level) / spread for p, m in zip(scores, mean, strict=True)}
     return {"per_step_in_spreads": means, "order": ranked["order_learned"]}
 
 

@@ -44,6 +44,8 @@ class PolicyScore:
     learned_per_step: float
     """Mean learned reward per step (ensemble mean, from the absorbing state's)."""
     learned_per_step_se: float
+    learned_per_step_std: float
+    """Standard deviation of its per-step learned rewards (their spread, not the mean's error)."""
     learned_return: float
     """Mean learned return of its episodes (the last one may be cut short by the file)."""
     true_per_step: float | None
@@ -73,6 +75,7 @@ def score_policy(net: RewardNet, name: str, batch: TrajectoryBatch) -> PolicySco
         episodes=len(batch),
         learned_per_step=l_mean,
         learned_per_step_se=l_se,
+        learned_per_step_std=float(learned[rows].std()),
         learned_return=float(np.bincount(episode, learned, len(batch)).mean()),
         true_per_step=None,
         true_per_step_se=None,

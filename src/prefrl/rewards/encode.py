@@ -42,15 +42,15 @@ CHUNK_BYTES = 256 * 2**20
 
 
 def fragments_per_chunk(net: RewardNet, fragments: Fragments, most: int = 4096) -> int:
-    """Fragments scored per pass so that one pass stays near :data:`CHUNK_BYTES` (``>= 1``).
+    """Fragments scored per pass so that one pass stays near :data:`CHUNK_BYTES` (``>= 1``): as
+    many as :func:`steps_per_chunk` steps hold.
 
     An MLP on small vectors takes ``most`` at a time; 50-step Atari clips (``4x84x84``
     frames, 3 members) about 7, where 4096 would need tens of gigabytes.
     """
     row = obs_map(lambda a: a[:1], fragments.table_obs)
-    elems = sum(np.asarray(v).size for v in (row.values() if isinstance(row, dict) else [row]))
-    per = fragments.length * max(1, elems) * 4 * 2 * net.ensemble_size  # bytes per fragment
-    return int(max(1, min(most, CHUNK_BYTES // per)))
+    steps = steps_per_chunk(net, row, most=CHUNK_BYTES)  # uncapped: the cap is on fragments
+    return int(max(1, min(most, steps // fragments.length)))
 
 
 def steps_per_chunk(net: RewardNet, obs_row: object, most: int = 16_384) -> int:
