@@ -79,6 +79,12 @@ class AgentConfig:
     """Entropy bonus of ppo and a2c. None (auto): 0.01 for an agent trained on a learned reward
     with discrete actions on images (RL Baselines3 Zoo's Atari setting), else 0, SB3's default
     (why: docs/benchmarks/defaults.md)."""
+    min_entropy: OptFloat = None
+    """Entropy floor of ppo and a2c on a learned reward with discrete actions: keep the policy's
+    mean action entropy at least this share of its maximum (ln n for n actions) by raising the
+    entropy bonus while it is below (prefrl.agents.entropy_floor), so the agent that collects the
+    clips keeps sampling; 0: off. None (auto): 0.5 for discrete actions on images with the sb3
+    backend, else off (why: docs/benchmarks/defaults.md)."""
     extra: str = "{}"
     """Further keyword arguments of the SB3 class as a JSON object, e.g. '{"tau": 0.01}' (they win
     over the options above)."""
@@ -109,6 +115,8 @@ class AgentConfig:
         check_cnn(self.cnn, self.backend)
         if self.backend == "sbx" and self.algo not in (AUTO, *SBX_ALGOS):
             raise ValueError(f"the sbx backend has no {self.algo!r} agent; choose from {list(SBX_ALGOS)}")
+        if self.min_entropy is not None and not 0.0 <= self.min_entropy < 1.0:
+            raise ValueError(f"agent min_entropy must be a share in [0, 1), not {self.min_entropy}")
         if not 0.0 <= self.hybrid_replay <= 1.0 or self.hybrid_replay_window < 1:
             raise ValueError(
                 f"need hybrid_replay in [0, 1] and hybrid_replay_window >= 1, got {self.hybrid_replay} "
@@ -264,9 +272,45 @@ def resolve_ent_coef(ent_coef: float | None, venv: VecEnv) -> float:
     return IMAGE_ENT_COEF if images and is_vecenv_wrapped(venv, LearnedRewardVecEnv) else 0.0
 
 
+def configured_ent_coef(config: AgentConfig, venv: VecEnv) -> float:
+    """The entropy bonus ``config`` gives an on-policy agent on ``venv``: ``ent_coef`` in
+    ``--agent.extra``, else :func:`resolve_ent_coef` (what the entropy floor never goes below)."""
+    extra = json.loads(config.extra).get("ent_coef")
+    return float(extra) if extra is not None else resolve_ent_coef(config.ent_coef, venv)
+
+
+IMAGE_MIN_ENTROPY = 0.5
+"""The entropy floor (share of the maximum) of on-policy agents on a learned reward with discrete
+actions on images (``--agent.min-entropy auto``)."""
+
+
+def resolve_min_entropy(config: AgentConfig, venv: VecEnv) -> float:
+    """``--agent.min-entropy``: the entropy floor of an agent on ``venv``, as a share of its
+    maximum entropy (0: none). As given, or (None) :data:`IMAGE_MIN_ENTROPY` for an on-policy sb3
+    agent on a learned reward with discrete actions on images, and 0 elsewhere. Raises
+    ``ValueError`` for a floor the agent cannot keep (off-policy, sbx, continuous actions)."""
+    from prefrl.agents.entropy_floor import max_entropy
+    from prefrl.agents.learned_reward import LearnedRewardVecEnv
+
+    algo = resolve_algo(config.algo, venv.action_space)
+    learned = is_vecenv_wrapped(venv, LearnedRewardVecEnv)
+    if config.min_entropy is None:
+        images = discrete_on_images(venv.observation_space, venv.action_space)
+        on = images and learned and algo not in OFF_POLICY and config.backend == "sb3"
+        return IMAGE_MIN_ENTROPY if on else 0.0
+    if config.min_entropy > 0:
+        if algo in OFF_POLICY or config.backend != "sb3":
+            raise ValueError(
+                f"--agent.min-entropy needs an on-policy sb3 agent (ppo, a2c), not {config.backend} {algo}"
+            )
+        max_entropy(venv.action_space)  # discrete actions, or a clear error
+    return config.min_entropy
+
+
 def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts: int = 0) -> BaseAlgorithm:
     """Build a fresh SB3 agent on ``venv`` from ``config`` (``auto`` resolved from the action space)."""
     check_agent_space(config.algo, venv.action_space)
+    resolve_min_entropy(config, venv)  # a floor the agent cannot keep fails here, not mid-run
     config = dataclasses.replace(config, algo=resolve_algo(config.algo, venv.action_space))
     kwargs: dict[str, Any] = {
         "learning_rate": config.learning_rate,

@@ -16,14 +16,22 @@ from typing import TypedDict
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from prefrl.agents.entropy_floor import EntropyFloor
 from prefrl.agents.policy_io import save_agent
 from prefrl.agents.protocols import Agent
 from prefrl.agents.rollout import Policy
-from prefrl.agents.sb3 import load_replay_buffer, save_replay_buffer
+from prefrl.agents.sb3 import (
+    AgentConfig,
+    configured_ent_coef,
+    load_replay_buffer,
+    resolve_min_entropy,
+    save_replay_buffer,
+)
 from prefrl.training.config import LoopConfig
 
 AgentLoader = Callable[[Path], Agent]
@@ -38,6 +46,8 @@ class AgentState(TypedDict):
     started: bool
     agent_num_timesteps: int | None
     """The agent's own step counter (``None`` without an agent); its policy file holds it too."""
+    entropy_coef: float | None
+    """The entropy floor's raised bonus (``None``: no floor yet; absent in older checkpoints)."""
 
 
 class AgentStep:
@@ -49,13 +59,18 @@ class AgentStep:
         config: the loop's schedule (steps, iterations, random steps, pre-training).
         on_steps: called with the run's environment steps every ~100 steps while the agent trains.
 
-    State (:meth:`state_dict`): the environment steps taken and whether the agent has learned.
+    An on-policy agent keeps its entropy floor (``--agent.min-entropy``,
+    :class:`~prefrl.agents.entropy_floor.EntropyFloor`) while it learns.
+
+    State (:meth:`state_dict`): the environment steps taken, whether the agent has learned, and
+    the entropy floor's raised bonus.
     """
 
     def __init__(self, agent: Agent | None, config: LoopConfig, on_steps: Callable[[int], None]) -> None:
         self.agent, self.config, self.on_steps = agent, config, on_steps
         self.env_steps = 0
         self.started = False
+        self.entropy_coef: float | None = None
 
     @property
     def off_policy(self) -> bool:
@@ -78,9 +93,26 @@ class AgentStep:
             return
         assert self.agent is not None
         hook = _StepHook(self.on_steps, self.env_steps)
-        self.agent.learn(steps, callback=hook, reset_num_timesteps=not self.started, progress_bar=False)
+        floor = self._floor()
+        callback = hook if floor is None else CallbackList([hook, floor])
+        self.agent.learn(steps, callback=callback, reset_num_timesteps=not self.started, progress_bar=False)
         self.started = True
         self.env_steps += steps
+        if floor is not None:
+            self.entropy_coef = floor.coef
+
+    def _floor(self) -> EntropyFloor | None:
+        """The agent's entropy floor (``--agent.min-entropy``), starting from the bonus it had
+        raised so far; ``None`` for an agent without one."""
+        agent = self.agent
+        config = getattr(agent, "prefrl_config", None)
+        if not isinstance(agent, OnPolicyAlgorithm) or not isinstance(config, AgentConfig):
+            return None
+        venv = agent.get_env()
+        share = 0.0 if venv is None else resolve_min_entropy(config, venv)
+        if venv is None or share <= 0:
+            return None
+        return EntropyFloor(share, configured_ent_coef(config, venv), self.entropy_coef)
 
     def stats(self) -> dict[str, float]:
         """What the agent's last update said of its policy: ``agent/entropy``, the mean entropy
@@ -90,7 +122,10 @@ class AgentStep:
         logger = getattr(self.agent, "logger", None)
         values = getattr(logger, "name_to_value", None)
         loss = values.get("train/entropy_loss") if isinstance(values, dict) else None
-        return {} if loss is None or not math.isfinite(float(loss)) else {"agent/entropy": -float(loss)}
+        out = {} if loss is None or not math.isfinite(float(loss)) else {"agent/entropy": -float(loss)}
+        if self.entropy_coef is not None:  # the entropy floor's bonus: above the configured one, it acted
+            out["agent/ent_coef"] = float(getattr(self.agent, "ent_coef", math.nan))
+        return out
 
     def reset(self, seed: int) -> None:
         """Give the agent fresh weights (policy, critics, optimisers), drawn from ``seed``; its
@@ -168,10 +203,13 @@ class AgentStep:
     def state_dict(self) -> AgentState:
         """The checkpointed state: environment steps taken, whether the agent has learned."""
         steps = None if self.agent is None else int(self.agent.num_timesteps)
-        return {"env_steps": self.env_steps, "started": self.started, "agent_num_timesteps": steps}
+        return {"env_steps": self.env_steps, "started": self.started, "agent_num_timesteps": steps,
+                "entropy_coef": self.entropy_coef}  # fmt: skip
 
     def load_state_dict(self, state: AgentState) -> None:
         self.env_steps, self.started = int(state["env_steps"]), bool(state["started"])
+        coef = state.get("entropy_coef")
+        self.entropy_coef = None if coef is None else float(coef)
 
 
 class _StepHook(BaseCallback):

@@ -1,0 +1,137 @@
+"""The entropy floor (--agent.min-entropy): an on-policy agent on a reward that pays one action
+keeps sampling the others, and the floor resolves, refuses and resumes as documented."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from prefrl.agents.entropy_floor import EntropyFloor, max_entropy
+from prefrl.agents.learned_reward import LearnedRewardVecEnv
+from prefrl.agents.recorder import TrajectoryRecorder
+from prefrl.agents.reward_signal import LearnedReward
+from prefrl.agents.sb3 import AgentConfig, make_agent, make_vec_env, resolve_min_entropy
+from prefrl.rewards import MLPReward
+from prefrl.training.config import LoopConfig
+from tests.training.test_loop import build
+
+
+class PaysAction0(gym.Env):
+    """Four actions, random observations, 1 for action 0 and 0 otherwise, episodes of 20 steps: a
+    reward that consistently pays one action, as a learned reward can (Pong's paid one button)."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (3,))
+    action_space = spaces.Discrete(4)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.observation_space.sample(), float(action == 0), False, self.t >= 20, {}
+
+
+def _entropy(agent, floor: EntropyFloor | None, steps: int = 64 * 60) -> float:
+    agent.learn(steps, callback=floor, progress_bar=False)
+    return -float(agent.logger.name_to_value["train/entropy_loss"])
+
+
+def _agent(ent_coef: float = 0.0):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = DummyVecEnv([PaysAction0])
+    cfg = AgentConfig(
+        algo="ppo", net_arch=[16], n_steps=64, batch_size=64, learning_rate=0.01, ent_coef=ent_coef
+    )
+    return make_agent(cfg, venv, seed=0)
+
+
+def test_max_entropy_of_discrete_spaces_and_none_for_continuous() -> None:
+    assert max_entropy(spaces.Discrete(6)) == pytest.approx(math.log(6))
+    assert max_entropy(spaces.MultiDiscrete([2, 3])) == pytest.approx(math.log(6))
+    assert max_entropy(spaces.MultiBinary(3)) == pytest.approx(3 * math.log(2))
+    with pytest.raises(ValueError, match="discrete actions"):
+        max_entropy(spaces.Box(-1, 1, (2,)))
+
+
+def test_without_a_floor_ppo_stops_sampling_with_one_it_keeps_the_floor() -> None:
+    """On a reward paying one action, PPO's entropy falls near 0; with a floor of half the
+    maximum (ln 4 here), it ends near the floor, and the bonus it raised shows it."""
+    free = _entropy(_agent(), None)
+    assert free < 0.1 * math.log(4)
+    floor = EntropyFloor(0.5, base=0.0)
+    agent = _agent()
+    held = _entropy(agent, floor)
+    assert held > 0.35 * math.log(4)
+    assert agent.ent_coef == floor.coef > 0.01  # raised from nothing
+
+
+def test_the_bonus_never_falls_below_the_configured_one_and_comes_back_down() -> None:
+    """Above its floor the bonus shrinks back to the configured one (a floor of 0.05 of the
+    maximum lies below where an agent paid nothing but the bonus stays)."""
+    floor = EntropyFloor(0.05, base=0.02, coef=0.5)
+    agent = _agent(ent_coef=0.02)
+    _entropy(agent, floor, steps=64 * 10)
+    assert floor.coef < 0.5 and agent.ent_coef >= 0.02
+
+
+def _learned_venv(env_id: str):
+    rec = TrajectoryRecorder(make_vec_env(env_id, 1, seed=0))
+    net = MLPReward(rec.observation_space, rec.action_space, hidden=(8,), ensemble_size=1)
+    return LearnedRewardVecEnv(rec, LearnedReward(net))
+
+
+def test_auto_is_on_for_on_policy_agents_on_learned_rewards_of_images_only() -> None:
+    dot = "prefrl/MovingDot-v0"
+    assert resolve_min_entropy(AgentConfig(algo="ppo"), _learned_venv(dot)) == 0.5
+    assert resolve_min_entropy(AgentConfig(algo="ppo"), make_vec_env(dot, 1, seed=0)) == 0.0  # game reward
+    assert resolve_min_entropy(AgentConfig(algo="dqn"), _learned_venv(dot)) == 0.0
+    assert resolve_min_entropy(AgentConfig(algo="ppo"), _learned_venv("CartPole-v1")) == 0.0
+    assert resolve_min_entropy(AgentConfig(algo="ppo", min_entropy=0.3), _learned_venv("CartPole-v1")) == 0.3
+    assert resolve_min_entropy(AgentConfig(algo="ppo", min_entropy=0.0), _learned_venv(dot)) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("cfg", "env_id", "match"),
+    [
+        (AgentConfig(algo="sac", min_entropy=0.5), "Pendulum-v1", "on-policy sb3"),
+        (AgentConfig(algo="ppo", min_entropy=0.5), "Pendulum-v1", "discrete actions"),
+        (AgentConfig(algo="dqn", min_entropy=0.5), "CartPole-v1", "on-policy sb3"),
+    ],
+)
+def test_a_floor_the_agent_cannot_keep_is_refused_when_it_is_built(cfg, env_id, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        make_agent(cfg, _learned_venv(env_id))
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5])
+def test_min_entropy_is_a_share(bad: float) -> None:
+    with pytest.raises(ValueError, match="min_entropy"):
+        AgentConfig(min_entropy=bad)
+
+
+def test_the_loop_logs_the_raised_bonus_and_a_resumed_run_keeps_it(tmp_path) -> None:
+    """agent/ent_coef in the metrics where the floor acts, and the checkpoint holds the raised
+    bonus, so a resumed run goes on from it rather than from the configured one."""
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10)
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1", tmp=tmp_path)
+    loop.agent.prefrl_config = dataclasses.replace(loop.agent.prefrl_config, min_entropy=0.9)
+    loop.run()
+    coefs = [h.get("agent/ent_coef") for h in loop.state.history]
+    assert all(c is not None for c in coefs) and coefs[-1] > 0.0  # ln 2 x 0.9: out of reach, raised
+    state = loop.agent_step.state_dict()
+    assert state["entropy_coef"] == pytest.approx(coefs[-1])
+    again = build(cfg, algo="ppo", env_id="CartPole-v1")
+    again.agent_step.load_state_dict(state)
+    assert again.agent_step.entropy_coef == pytest.approx(coefs[-1])
+    del state["entropy_coef"]  # a checkpoint from before the floor
+    again.agent_step.load_state_dict(state)
+    assert again.agent_step.entropy_coef is None
+    np.testing.assert_equal(build(cfg, algo="ppo", env_id="CartPole-v1").agent_step.stats(), {})
