@@ -800,6 +800,13 @@ def atari_pong_broad(res: Results) -> str:
     return atari_table(res, "atari-pong-broad-2026-11-28")
 
 
+def atari_pong_floor(res: Results) -> str:
+    """Pong's learned side with the entropy floor (``--agent.min-entropy auto``, today's default;
+    its results under ``atari-pong-floor-2026-11-28``), beside the same true-reward seed as the
+    committed row."""
+    return atari_table(res, "atari-pong-floor-2026-11-28")
+
+
 def image_reward(res: Results) -> str:
     """The offline image-reward probe (``image_reward.py``): per file, each variant's median
     held-out accuracy (with its worst draw), correlation with the true reward, share of its own
@@ -1083,6 +1090,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "image-reward": image_reward,
     "atari-flat-cnn": atari_flat_cnn,
     "atari-pong-broad": atari_pong_broad,
+    "atari-pong-floor": atari_pong_floor,
     "refit": refit,
     "refit-policies": refit_policies,
     "policies": policies,

@@ -285,7 +285,8 @@ def read_metrics_csv(path: str | Path) -> dict[str, np.ndarray]:
 
 HEADLINE_PANELS: tuple[tuple[str, tuple[str, ...], tuple[float, float] | None], ...] = (
     ("agent: true return of its episodes", ("rollout/true_return",), None),
-    ("agent: action entropy (0: it stopped sampling)", ("agent/entropy",), None),
+    ("agent: action entropy (0: it stopped sampling), entropy bonus",
+     ("agent/entropy", "agent/ent_coef"), None),
     ("reward model: pair accuracy",
      ("reward/heldout_accuracy", "reward/val_accuracy", "reward/train_accuracy"), (0.0, 1.02)),
     ("learned vs true reward (Pearson r)", ("reward/pearson_true",), (-1.02, 1.02)),
