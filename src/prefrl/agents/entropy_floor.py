@@ -31,8 +31,11 @@ GAIN = 3.0
 """How fast the bonus moves: ``log(bonus)`` changes by ``GAIN * (floor - entropy) / max entropy``
 per update (an entropy of 0 under a floor of half the maximum: the bonus x4.5 per update)."""
 MIN_COEF, MAX_COEF = 1e-3, 1.0
-"""Bounds of the raised bonus (against advantages normalised to unit spread, 1.0 outweighs any
-reward)."""
+"""Bounds of the raised bonus. Against advantages normalised to unit spread, 1.0 weighs the
+entropy as much as the reward; on Pong the bonus reached it at the floor's first firing, with the
+entropy at 0.56 nats under a floor of 0.9, and the floor held from the next iteration on. A
+larger bonus would crowd the value loss out of the gradient of a shared CNN trunk, which SB3
+clips to norm 0.5."""
 
 
 def max_entropy(space: spaces.Space[Any]) -> float:
