@@ -59,7 +59,8 @@ class EntropyFloor(BaseCallback):
 
         coef <- clip(coef * exp(GAIN * (floor - entropy) / max_entropy), MIN_COEF, MAX_COEF)
 
-    used as ``max(base, coef)``: never less than the configured bonus ``base``.
+    used as ``max(base, coef)``: never less than the configured bonus ``base``, and ``base`` itself
+    while ``coef`` is at ``MIN_COEF``.
 
     Args:
         share: the floor as a share of the maximum entropy, in (0, 1).
@@ -79,7 +80,7 @@ class EntropyFloor(BaseCallback):
             raise TypeError(f"an entropy floor needs an on-policy agent, not {type(self.model).__name__}")
         self.agent: OnPolicyAlgorithm = self.model
         self.top = max_entropy(self.agent.action_space)
-        self.agent.ent_coef = max(self.base, self.coef)
+        self._apply()
 
     def _on_rollout_start(self) -> None:
         values = getattr(self.agent.logger, "name_to_value", {})
@@ -89,7 +90,13 @@ class EntropyFloor(BaseCallback):
         entropy = -float(loss)
         step = GAIN * (self.share * self.top - entropy) / self.top
         self.coef = float(np.clip(self.coef * math.exp(step), MIN_COEF, MAX_COEF))
-        self.agent.ent_coef = max(self.base, self.coef)
+        self._apply()
+
+    def _apply(self) -> None:
+        """The agent's bonus: the configured one, or the raised one above it. At its lower bound
+        the raised bonus is not applied: an agent that never fell below the floor trains exactly
+        as without one."""
+        self.agent.ent_coef = self.base if self.coef <= MIN_COEF else max(self.base, self.coef)
 
     def _on_step(self) -> bool:
         return True
