@@ -51,6 +51,14 @@ def max_entropy(space: spaces.Space[Any]) -> float:
     raise ValueError(f"an entropy floor needs discrete actions, not {space}")
 
 
+def logged_entropy(agent: object) -> float | None:
+    """The mean action entropy of an on-policy agent's last update, as SB3 logs it
+    (``train/entropy_loss``, negated); ``None`` before an update or for agents that log none."""
+    values = getattr(getattr(agent, "logger", None), "name_to_value", None)
+    loss = values.get("train/entropy_loss") if isinstance(values, dict) else None
+    return None if loss is None or not math.isfinite(float(loss)) else -float(loss)
+
+
 class EntropyFloor(BaseCallback):
     """Raise an on-policy agent's entropy bonus while its policy's entropy is under a floor.
 
@@ -83,11 +91,9 @@ class EntropyFloor(BaseCallback):
         self._apply()
 
     def _on_rollout_start(self) -> None:
-        values = getattr(self.agent.logger, "name_to_value", {})
-        loss = values.get("train/entropy_loss") if isinstance(values, dict) else None
-        if loss is None or not math.isfinite(float(loss)):
+        entropy = logged_entropy(self.agent)
+        if entropy is None:
             return  # no update yet
-        entropy = -float(loss)
         step = GAIN * (self.share * self.top - entropy) / self.top
         self.coef = float(np.clip(self.coef * math.exp(step), MIN_COEF, MAX_COEF))
         self._apply()

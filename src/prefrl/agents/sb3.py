@@ -260,21 +260,28 @@ def discrete_on_images(observation_space: spaces.Space[object], action_space: sp
     return isinstance(action_space, spaces.Discrete) and any(map(is_image_space, subspaces))
 
 
-def resolve_ent_coef(ent_coef: float | None, venv: VecEnv) -> float:
-    """``--agent.ent-coef``: as given, or (None) :data:`IMAGE_ENT_COEF` for an agent on a learned
-    reward (``venv`` wrapped in :class:`~prefrl.agents.learned_reward.LearnedRewardVecEnv`) with
-    discrete actions on images, and 0 elsewhere."""
+def learned_on_images(venv: VecEnv) -> bool:
+    """Whether ``venv`` gives a learned reward (it is wrapped in
+    :class:`~prefrl.agents.learned_reward.LearnedRewardVecEnv`) for discrete actions on images:
+    where the on-policy agents get an entropy bonus and an entropy floor by default."""
     from prefrl.agents.learned_reward import LearnedRewardVecEnv
 
+    images = discrete_on_images(venv.observation_space, venv.action_space)
+    return images and is_vecenv_wrapped(venv, LearnedRewardVecEnv)
+
+
+def resolve_ent_coef(ent_coef: float | None, venv: VecEnv) -> float:
+    """``--agent.ent-coef``: as given, or (None) :data:`IMAGE_ENT_COEF` for an agent on a learned
+    reward with discrete actions on images (:func:`learned_on_images`), and 0 elsewhere."""
     if ent_coef is not None:
         return ent_coef
-    images = discrete_on_images(venv.observation_space, venv.action_space)
-    return IMAGE_ENT_COEF if images and is_vecenv_wrapped(venv, LearnedRewardVecEnv) else 0.0
+    return IMAGE_ENT_COEF if learned_on_images(venv) else 0.0
 
 
 def configured_ent_coef(config: AgentConfig, venv: VecEnv) -> float:
     """The entropy bonus ``config`` gives an on-policy agent on ``venv``: ``ent_coef`` in
-    ``--agent.extra``, else :func:`resolve_ent_coef` (what the entropy floor never goes below)."""
+    ``--agent.extra``, else :func:`resolve_ent_coef`: what :func:`make_agent` gives it, and what the
+    entropy floor never goes below."""
     extra = json.loads(config.extra).get("ent_coef")
     return float(extra) if extra is not None else resolve_ent_coef(config.ent_coef, venv)
 
@@ -290,13 +297,10 @@ def resolve_min_entropy(config: AgentConfig, venv: VecEnv) -> float:
     agent on a learned reward with discrete actions on images, and 0 elsewhere. Raises
     ``ValueError`` for a floor the agent cannot keep (off-policy, sbx, continuous actions)."""
     from prefrl.agents.entropy_floor import max_entropy
-    from prefrl.agents.learned_reward import LearnedRewardVecEnv
 
     algo = resolve_algo(config.algo, venv.action_space)
-    learned = is_vecenv_wrapped(venv, LearnedRewardVecEnv)
     if config.min_entropy is None:
-        images = discrete_on_images(venv.observation_space, venv.action_space)
-        on = images and learned and algo not in OFF_POLICY and config.backend == "sb3"
+        on = learned_on_images(venv) and algo not in OFF_POLICY and config.backend == "sb3"
         return IMAGE_MIN_ENTROPY if on else 0.0
     if config.min_entropy > 0:
         if algo in OFF_POLICY or config.backend != "sb3":
@@ -334,7 +338,7 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int = 0, learning_starts
                 },
             )
     else:
-        kwargs.update(n_steps=config.n_steps, ent_coef=resolve_ent_coef(config.ent_coef, venv))
+        kwargs.update(n_steps=config.n_steps, ent_coef=configured_ent_coef(config, venv))
         if config.algo == "ppo":
             kwargs.update(batch_size=config.batch_size)
     kwargs.update(json.loads(config.extra))

@@ -21,7 +21,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from prefrl.agents.entropy_floor import EntropyFloor
+from prefrl.agents.entropy_floor import EntropyFloor, logged_entropy
 from prefrl.agents.policy_io import save_agent
 from prefrl.agents.protocols import Agent
 from prefrl.agents.rollout import Policy
@@ -119,10 +119,8 @@ class AgentStep:
         of its action distribution over its last minibatches (on-policy agents, which log it as
         ``train/entropy_loss``; near 0 the policy has stopped sampling, and labels of its clips
         can only show the reward one behaviour). Empty where the agent logged none."""
-        logger = getattr(self.agent, "logger", None)
-        values = getattr(logger, "name_to_value", None)
-        loss = values.get("train/entropy_loss") if isinstance(values, dict) else None
-        out = {} if loss is None or not math.isfinite(float(loss)) else {"agent/entropy": -float(loss)}
+        entropy = logged_entropy(self.agent)
+        out = {} if entropy is None else {"agent/entropy": entropy}
         if self.entropy_coef is not None:  # the entropy floor's bonus: above the configured one, it acted
             out["agent/ent_coef"] = float(getattr(self.agent, "ent_coef", math.nan))
         return out
