@@ -913,6 +913,24 @@ def policies(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def events(res: Results) -> str:
+    """Where a run's learned reward puts the value of the true reward's events (``prefrl interpret
+    events``, files ``events/RUN-POLICY.json``): per event value, the learned reward's largest
+    response near the event, both rewards' net over the window and the share kept, then the
+    command's verdict."""
+    rows = []
+    for path in sorted((res.root / "events").glob("*.json")):
+        r = json.loads(path.read_text())
+        run, _, policy = path.stem.rpartition("-")
+        for e in r["events"]:
+            rows.append([run, policy, f"{e['value']:+g}", str(e["count"]),
+                         f"{e['peak']:+.2f} at {e['peak_offset']:+d}", f"{e['learned_net']:+.1f}",
+                         f"{e['true_net']:+.1f}", f"**{e['kept']:.2f}**"])  # fmt: skip
+    head = ["run", "rollouts of", "event", "events", "learned reward near it (sd, offset)",
+            "learned net over the window", "true net", "share kept"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def coinrun(res: Results) -> str:
     """CoinRun rewards from preferences beside their supervised twins (``coinrun.py``, one result
     file each under ``coinrun/``, ``coinrun.json`` first): ranking of clips that reach the coin,
@@ -1094,6 +1112,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "refit": refit,
     "refit-policies": refit_policies,
     "policies": policies,
+    "events": events,
     "coinrun": coinrun,
     "run-watch": run_watch,
     "needs-more-seeds": needs_more_seeds,

@@ -872,6 +872,9 @@ class World:
                 self.cli(variant.replace(".", "_"), "rollouts", "--out", variant, "--steps", "200", *policy)
                 / variant
             )
+        if variant == "grid.npz":  # random rollouts of the gridworld, whose rewards are sparse
+            args = ("rollouts", "--env.id", "prefrl/GridWorld-v0", "--out", variant, "--steps", "2000")
+            return self.cli("grid_npz", *args) / variant
         if variant == "runs/labels.db":
             made = self.cli("labels", "label", "add-user", "--store", variant, "doc-labeller", "--admin")
             return made / variant
@@ -916,7 +919,7 @@ POLICY_FILES = ("learned.npz", "random.npz", "mine.npz")
 RESOURCES = (
     "runs/Pendulum-v1-sac-doc", "runs/grid", "pendulum.json", "pend.npz", "runs/labels.db",
     "a.safetensors", "b.safetensors", "r.safetensors", "cnn.safetensors", "t.npz", "runs/coinrun",
-    *POLICY_FILES,
+    "grid.npz", *POLICY_FILES,
 )  # fmt: skip
 
 

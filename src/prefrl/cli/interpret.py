@@ -27,6 +27,7 @@ from prefrl.interpret.evaluation import (
     heldout_preference_metrics,
     reward_correlations,
 )
+from prefrl.interpret.events import event_profiles, plot_event_profiles
 from prefrl.interpret.plots import (
     plot_gridworld_heatmaps,
     plot_reward_curves,
@@ -441,6 +442,21 @@ class Policies(Common):
 
 
 @dataclass
+class Events(Common):
+    """Where the reward puts the value of sparse true-reward events (a point lost, a coin): the
+    mean learned and true reward around them, and what the steps around pay back (events.png, .json)."""
+
+    window: int = 30
+    """Steps before and after each event to profile."""
+
+    def execute(self) -> dict[str, Any]:
+        src = self.sources()
+        res = event_profiles(src.require_net(), src.require_batch(), self.window)
+        res["png"] = str(plot_event_profiles(res, self.out_dir() / "events.png"))
+        return _dump(res, self.out_dir() / "events.json")
+
+
+@dataclass
 class Report(Common):
     """Everything that applies, bundled into one HTML page (index.html)."""
 
@@ -514,6 +530,7 @@ SUBCOMMANDS: dict[str, Callable[..., Any]] = {
     "shape": Shape,
     "supervised": Supervised,
     "policies": Policies,
+    "events": Events,
     "report": Report,
 }
 
