@@ -81,26 +81,31 @@ def _responses(
     Returns:
         ``beta`` and its standard error, ``[K, 2W+1]`` each (offsets -W..W).
     """
+    from scipy import sparse
+
     offsets = np.arange(-window, window + 1)
     n_off = len(offsets)
+    n_cols = len(starts) * n_off + 1  # the last column: the intercept
     pos = np.full(len(y), -1)
     pos[rows] = np.arange(len(rows))
-    x = np.zeros((len(rows), len(starts) * n_off + 1))
-    x[:, -1] = 1.0
+    r_idx, c_idx = [np.arange(len(rows))], [np.full(len(rows), n_cols - 1)]
     for k, ev in enumerate(starts):
         at = ev[:, None] + offsets[None, :]  # [E, 2W+1] rows the events reach
         inside = (at >= 0) & (at < len(y))
         at_c = np.clip(at, 0, len(y) - 1)
         ok = inside & (pos[at_c] >= 0) & (episode[at_c] == episode[ev][:, None])
         e_i, o_i = np.nonzero(ok)
-        np.add.at(x, (pos[at_c[e_i, o_i]], k * n_off + o_i), 1.0)
+        r_idx.append(pos[at_c[e_i, o_i]])
+        c_idx.append(k * n_off + o_i)
+    r_all, c_all = np.concatenate(r_idx), np.concatenate(c_idx)
+    x = sparse.csr_matrix((np.ones(len(r_all)), (r_all, c_all)), shape=(len(rows), n_cols))  # [N, K(2W+1)+1]
     target = y[rows]
-    gram = x.T @ x + 1e-6 * np.eye(x.shape[1])
+    gram = (x.T @ x).toarray() + 1e-6 * np.eye(n_cols)
     beta = np.linalg.solve(gram, x.T @ target)
     resid = target - x @ beta
-    dof = max(len(rows) - x.shape[1], 1)
+    dof = max(len(rows) - n_cols, 1)
     se = np.sqrt(np.maximum(np.diag(np.linalg.inv(gram)), 0.0) * float(resid @ resid) / dof)
-    covered = x[:, :-1].sum(0) > 0
+    covered = np.asarray(x[:, :-1].sum(0)).ravel() > 0
     beta_k = np.where(covered, beta[:-1], np.nan).reshape(len(starts), n_off)
     se_k = np.where(covered, se[:-1], np.nan).reshape(len(starts), n_off)
     return beta_k, se_k
