@@ -916,8 +916,8 @@ def policies(res: Results) -> str:
 def events(res: Results) -> str:
     """Where a run's learned reward puts the value of the true reward's events (``prefrl interpret
     events``, files ``events/RUN-POLICY.json``): per event value, the learned reward's largest
-    response near the event, both rewards' net over the window and the share kept, then the
-    command's verdict."""
+    response near the event, both rewards' net over the window, the share kept, and the share of
+    the learned reward's per-step variance that the events explain (one figure per file)."""
     rows = []
     for path in sorted((res.root / "events").glob("*.json")):
         r = json.loads(path.read_text())
@@ -925,9 +925,11 @@ def events(res: Results) -> str:
         for e in r["events"]:
             rows.append([run, policy, f"{e['value']:+g}", str(e["count"]),
                          f"{e['peak']:+.2f} at {e['peak_offset']:+d}", f"{e['learned_net']:+.1f}",
-                         f"{e['true_net']:+.1f}", f"**{e['kept']:.2f}**"])  # fmt: skip
+                         f"{e['true_net']:+.1f}", f"**{e['kept']:.2f}**",
+                         f"{r['explained']:.2f}"])  # fmt: skip
     head = ["run", "rollouts of", "event", "events", "learned reward near it (sd, offset)",
-            "learned net over the window", "true net", "share kept"]  # fmt: skip
+            "learned net over the window", "true net", "share kept",
+            "learned reward's variance the events explain"]  # fmt: skip
     return markdown_table(head, rows)
 
 

@@ -72,14 +72,15 @@ class EventProfile:
 
 def _responses(
     y: np.ndarray, starts: list[np.ndarray], rows: np.ndarray, episode: np.ndarray, window: int
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Least-squares response of ``y`` ``[S]`` to each kind of event at each offset.
 
     ``y[t] = c + sum_k sum_o beta[k, o] * [an event of kind k at t - o, in t's episode]``, fitted
     over ``rows``, so that events closer together than the window are told apart.
 
     Returns:
-        ``beta`` and its standard error, ``[K, 2W+1]`` each (offsets -W..W).
+        ``beta`` and its standard error, ``[K, 2W+1]`` each (offsets -W..W), and the share of
+        ``y``'s variance over ``rows`` that the events explain (R squared).
     """
     from scipy import sparse
 
@@ -108,7 +109,9 @@ def _responses(
     covered = np.asarray(x[:, :-1].sum(0)).ravel() > 0
     beta_k = np.where(covered, beta[:-1], np.nan).reshape(len(starts), n_off)
     se_k = np.where(covered, se[:-1], np.nan).reshape(len(starts), n_off)
-    return beta_k, se_k
+    total = float(((target - target.mean()) ** 2).sum())
+    r2 = 1.0 - float(resid @ resid) / total if total > 0 else float("nan")
+    return beta_k, se_k, r2
 
 
 def event_profiles(net: RewardNet, batch: TrajectoryBatch, window: int = 30) -> dict[str, object]:
@@ -121,6 +124,8 @@ def event_profiles(net: RewardNet, batch: TrajectoryBatch, window: int = 30) -> 
 
     Returns:
         ``window``, ``steps``, ``baseline`` (the commonest true reward, which events differ from),
+        ``explained`` (the share of the learned reward's per-step variance that the events around
+        each step explain: 1 for the true reward; the rest is what the reward pays for other things),
         ``events`` (an :class:`EventProfile` dict per event value, commonest first) and
         ``verdict`` (one line per value).
 
@@ -153,8 +158,8 @@ def event_profiles(net: RewardNet, batch: TrajectoryBatch, window: int = 30) -> 
         sd = float(x[rows].std())
         return x / (sd if sd > 0 else 1.0)
 
-    l_beta, l_se = _responses(scaled(learned), starts, rows, episode, window)
-    t_beta, _ = _responses(scaled(true), starts, rows, episode, window)
+    l_beta, l_se, l_r2 = _responses(scaled(learned), starts, rows, episode, window)
+    t_beta, _, _ = _responses(scaled(true), starts, rows, episode, window)
     offsets = np.arange(-window, window + 1)
     profiles: list[EventProfile] = []
     for k, v in enumerate(kinds):
@@ -180,6 +185,7 @@ def event_profiles(net: RewardNet, batch: TrajectoryBatch, window: int = 30) -> 
         "window": window,
         "steps": len(rows),
         "baseline": baseline,
+        "explained": l_r2,
         "events": [asdict(p) for p in profiles],
         "verdict": [_verdict(p) for p in profiles],
     }
