@@ -48,7 +48,7 @@ def agent_run(source: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     out, stdout, stderr = tmp_path_factory.mktemp("agent") / "agent", io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         code = main(["train", "--reward-from", str(source), "--run-dir", str(out),
-                     "--loop.total-steps", "256", *TINY])  # fmt: skip
+                     "--loop.total-steps", "256", "--eval-interval", "128", *TINY])  # fmt: skip
     assert code == 0, stderr.getvalue()
     return out, stdout.getvalue(), stderr.getvalue()
 
@@ -70,6 +70,20 @@ def test_reward_from_trains_only_an_agent_on_the_frozen_reward(
     a, b = load_reward_net(out / "reward.safetensors"), load_reward_net(source / "reward.safetensors")
     assert all((x == y).all() for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     assert not (out / "preferences.npz").exists()
+
+
+def test_reward_from_evaluates_every_eval_interval_steps(agent_run: tuple[Path, str, str]) -> None:
+    out, text, _ = agent_run
+    lines = (out / "evaluations.csv").read_text().splitlines()
+    assert lines[0] == "step,true_return"
+    steps = [int(line.split(",")[0]) for line in lines[1:]]
+    returns = [float(line.split(",")[1]) for line in lines[1:]]
+    assert steps[0] >= 128 and steps == sorted(steps) and len(steps) >= 2 and steps[-1] >= 256
+    assert all(0 < r <= 500 for r in returns)  # CartPole: every episode earns 1 to 500
+    report = json.loads((out / "report.json").read_text())
+    assert report["evaluations"] == [[s, r] for s, r in zip(steps, returns)]
+    assert steps[-1] == report["env_steps"]  # the final policy closes the series
+    assert "mean of last" in text
 
 
 def test_reward_from_a_run_without_a_reward_is_a_clear_error(

@@ -6,14 +6,19 @@ evaluated on the true reward as ``prefrl train`` evaluates its own. The new run 
 ``config.json``, the reward it trained on (``reward.safetensors``, so it is a source of its own),
 ``policy.zip`` (prefrl's own format, :mod:`prefrl.agents.policy_io`, as ``prefrl train`` writes it:
 ``prefrl evaluate``, ``prefrl rollouts``, ``--agent-path`` and ``prefrl report`` read it), TensorBoard
-logs and ``report.json``. Like ``prefrl train`` it runs on ``--threads`` torch CPU threads.
+logs and ``report.json``; with ``--eval-interval``, also ``evaluations.csv``, written as each
+evaluation lands, as ``prefrl train`` writes it. Like ``prefrl train`` it runs on ``--threads``
+torch CPU threads.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
+from stable_baselines3.common.callbacks import BaseCallback
 
 from prefrl.agents.evaluate import evaluate_returns
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
@@ -26,6 +31,28 @@ from prefrl.run.report import RunReport
 from prefrl.run.resolve import resolve_run
 from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
 from prefrl.storage.checkpoint import write_json
+from prefrl.training.evaluations import last_mean, write_evaluations
+
+
+class _PeriodicEvaluation(BaseCallback):
+    """Evaluate the agent every ``interval`` environment steps while SB3 trains it, into ``path``."""
+
+    def __init__(self, evaluate: Callable[[object, int], float], interval: int, path: Path) -> None:
+        super().__init__()
+        if interval < 1:
+            raise ValueError(f"eval_interval must be >= 1 environment steps, got {interval}")
+        self.evaluate, self.interval, self.path = evaluate, interval, path
+        self.evaluations: list[tuple[int, float]] = []
+
+    def add(self, steps: int, value: float) -> None:
+        self.evaluations.append((int(steps), float(value)))
+        write_evaluations(self.path, self.evaluations)
+
+    def _on_step(self) -> bool:
+        last = self.evaluations[-1][0] if self.evaluations else 0
+        if self.num_timesteps >= (last // self.interval + 1) * self.interval:
+            self.add(self.num_timesteps, self.evaluate(self.model, 10_000 + len(self.evaluations)))
+        return True
 
 
 def train_on_saved_reward(cfg: TrainConfig) -> RunReport:
@@ -50,14 +77,27 @@ def train_on_saved_reward(cfg: TrainConfig) -> RunReport:
     venv = LearnedRewardVecEnv(vec, reward, hide_terminations=cfg.loop.hide_terminations)
     agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.random_steps)
     log_agent(agent, run)
+    periodic = None
+    if cfg.eval_interval > 0:
+        periodic = _PeriodicEvaluation(
+            lambda a, seed: float(
+                evaluate_returns(cfg.env.id, a, cfg.eval_episodes, seed=seed, env_kwargs=env_kwargs).mean()
+            ),
+            cfg.eval_interval,
+            run / "evaluations.csv",
+        )
     t_run = time.perf_counter()
-    agent.learn(cfg.loop.total_steps)
+    agent.learn(cfg.loop.total_steps, callback=periodic)
     train_wall = time.perf_counter() - t_run
     state = {"normalize": reward.normalize, **reward.normalizer.state_dict()}
     save_reward_net(reward.net, run / "reward.safetensors", normalizer=state)
     save_agent(agent, run / "policy.zip")  # prefrl's format: safetensors + JSON, nothing pickled
     rets = evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=env_kwargs)
     rand = evaluate_returns(cfg.env.id, None, cfg.eval_episodes, env_kwargs=env_kwargs)
+    if periodic is not None and (
+        not periodic.evaluations or periodic.evaluations[-1][0] < agent.num_timesteps
+    ):
+        periodic.add(agent.num_timesteps, float(rets.mean()))  # the final policy, at the last step
     report: RunReport = {
         "run_dir": str(run),
         "env": cfg.env.id,
@@ -76,7 +116,11 @@ def train_on_saved_reward(cfg: TrainConfig) -> RunReport:
             "reward": str(run / "reward.safetensors"),
             "tensorboard": str(run / "tb"),
             "policy": str(run / "policy.zip"),
+            **({"evaluations": str(run / "evaluations.csv")} if periodic is not None else {}),
         },
     }
+    if periodic is not None:  # --eval-interval: the papers' mean of the last 10 evaluations
+        report["evaluations"] = [list(e) for e in periodic.evaluations]
+        report["eval_last10_mean"] = last_mean(periodic.evaluations)
     write_json(run / "report.json", report)
     return report

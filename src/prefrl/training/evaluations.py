@@ -65,12 +65,16 @@ class PeriodicEvaluation(LoopCallback):
 
     def write(self, loop: PreferenceLoop) -> None:
         """``RUN/evaluations.csv`` from the loop's state (rewritten whole: a resume stays exact)."""
-        if self.csv_path is None:
-            return
-        rows = "".join(f"{t},{r!r}\n" for t, r in loop.progress.evaluations)
-        tmp = self.csv_path.with_suffix(".csv.tmp")
-        tmp.write_text("step,true_return\n" + rows)
-        tmp.replace(self.csv_path)
+        if self.csv_path is not None:
+            write_evaluations(self.csv_path, loop.progress.evaluations)
+
+
+def write_evaluations(path: Path, evaluations: list[tuple[int, float]]) -> None:
+    """``path`` (``evaluations.csv``: ``step,true_return``) rewritten whole, atomically."""
+    rows = "".join(f"{t},{r!r}\n" for t, r in evaluations)
+    tmp = path.with_suffix(".csv.tmp")
+    tmp.write_text("step,true_return\n" + rows)
+    tmp.replace(path)
 
 
 def last_mean(evaluations: list[tuple[int, float]], n: int = 10) -> float | None:
