@@ -18,6 +18,13 @@ reward after an episode's end (each member's standard deviation, their mean: 0 w
 pays every step the same, as when every unit of a ReLU layer has died). Prints one JSON object per record;
 ``--out`` also writes them to a file.
 
+``--extra-clips FILE --extra-labels N`` adds N pairs of clips of FILE (another policy's rollouts,
+the run's clip length), labelled by the oracle teacher (the file's true reward), to the fitted
+half: would labels of that play have taught the reward what the run's labels did not?
+``--events FILE ...``: every record also profiles the reward around each file's sparse true-reward
+events (``prefrl interpret events``: per event value the share of its value kept over 30 steps
+either side, and the share of the reward's per-step variance the events explain).
+
 The question it answers: did the run's reward stop learning because of the labels, or because
 of how it was fitted? (Pong's first reward: every frame paid exactly +1 or -1; see
 docs/benchmarks/pixels.md.) The held-out pairs come from the same episodes as the fitted ones,
@@ -37,12 +44,15 @@ import numpy as np
 import torch
 
 from prefrl.data.dataset import PreferenceDataset
+from prefrl.data.fragments import random_pairs, sample_fragments
 from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.interpret.events import event_profiles
 from prefrl.interpret.policies import rank_policies
 from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards.encode import encode_fragments, fragment_rewards
 from prefrl.rewards.io import build_reward_net, load_reward_net
 from prefrl.rewards.nets import RewardNet
+from prefrl.teachers.synthetic import SyntheticTeacher
 
 
 def variant(text: str) -> tuple[str, float]:
@@ -68,11 +78,15 @@ def load_split(ckpt: Path, held_out: float) -> tuple[PreferenceDataset, Preferen
 
 
 def measure(
-    net: RewardNet, test: PreferenceDataset, policies: dict[str, TrajectoryBatch] | None = None
+    net: RewardNet,
+    test: PreferenceDataset,
+    policies: dict[str, TrajectoryBatch] | None = None,
+    events: dict[str, TrajectoryBatch] | None = None,
 ) -> dict[str, Any]:
     """How ``net`` pays the held-out clips: pairs ordered as labelled, each member's level before
     the squash, the share of rewards a tanh holds at +-1, and the spread of per-step rewards;
-    with ``policies``, how it ranks them (:func:`compare`)."""
+    with ``policies``, how it ranks them (:func:`compare`); with ``events``, where it puts the
+    value of each file's events (:func:`events_of`)."""
     assert test.fragments is not None
     labels, pairs = test.labels, test.pairs
     strict = np.abs(labels - 0.5) > 1e-6
@@ -88,7 +102,34 @@ def measure(
         "saturated": float((np.abs(rews) > 0.999).mean()) if net.output == "tanh" else 0.0,
         "spread": float(raw.reshape(raw.shape[0], -1).std(1).mean().item()),  # 0: the same for every step
         **compare(net, policies or {}),
+        **events_of(net, events or {}),
     }
+
+
+def events_of(net: RewardNet, files: dict[str, TrajectoryBatch]) -> dict[str, Any]:
+    """Per file of ``files`` (``--events``): the share of each event value's true net kept by
+    ``net`` over 30 steps either side, and the share of its per-step variance the events explain."""
+    if not files:
+        return {}
+    out = {}
+    for name, batch in files.items():
+        res = event_profiles(net, batch)
+        evs = res["events"]
+        assert isinstance(evs, list)
+        out[name] = {"explained": res["explained"], "kept": {f"{e['value']:+g}": e["kept"] for e in evs}}
+    return {"events": out}
+
+
+def add_extra(
+    train: PreferenceDataset, clips: TrajectoryBatch, n: int, length: int, seed: int = 0
+) -> dict[str, Any]:
+    """``n`` oracle-labelled pairs of ``length``-step clips of ``clips`` added to ``train``."""
+    rng = np.random.default_rng(seed)
+    frags, _ = sample_fragments(clips, 2 * n, length, rng)
+    pairs = random_pairs(len(frags), n, rng)
+    labels = SyntheticTeacher("oracle").label(frags, pairs)
+    train.add(frags, pairs, labels)
+    return {"extra_labels": n, "extra_ties": float(np.mean(np.abs(labels - 0.5) < 1e-6))}
 
 
 def compare(net: RewardNet, policies: dict[str, TrajectoryBatch]) -> dict[str, Any]:
@@ -112,11 +153,15 @@ def compare(net: RewardNet, policies: dict[str, TrajectoryBatch]) -> dict[str, A
 
 
 def as_saved(
-    ckpt: Path, saved: RewardNet, test: PreferenceDataset, policies: dict[str, TrajectoryBatch] | None = None
+    ckpt: Path,
+    saved: RewardNet,
+    test: PreferenceDataset,
+    policies: dict[str, TrajectoryBatch] | None = None,
+    events: dict[str, TrajectoryBatch] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint's own reward ``saved``, as the run left it (``steps`` 0, no fit)."""
     record = {"checkpoint": str(ckpt), "output": saved.output, "lr": None, "steps": 0, "train_loss": None,
-              "train_accuracy": None, **measure(saved, test, policies), "wall_s": 0.0}  # fmt: skip
+              "train_accuracy": None, **measure(saved, test, policies, events), "wall_s": 0.0}  # fmt: skip
     print(json.dumps(record), flush=True)
     return record
 
@@ -129,6 +174,8 @@ def refit(
     steps: int,
     every: int,
     policies: dict[str, TrajectoryBatch] | None = None,
+    events: dict[str, TrajectoryBatch] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One variant's fit of the fitted half of ``split`` by a fresh network of ``saved``'s
     architecture: a record every ``every`` steps."""
@@ -145,7 +192,7 @@ def refit(
         records.append({
             "checkpoint": str(ckpt), "output": output, "lr": lr, "steps": done,
             "train_loss": metrics["train_loss"], "train_accuracy": metrics["train_accuracy"],
-            **measure(net, test, policies), "wall_s": time.perf_counter() - t0,
+            **(extra or {}), **measure(net, test, policies, events), "wall_s": time.perf_counter() - t0,
         })  # fmt: skip
         print(json.dumps(records[-1]), flush=True)
     return records
@@ -165,10 +212,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare", type=Path, nargs="*", default=[], metavar="FILE",
                    help="trajectory files of policies (prefrl rollouts), each named by its file name: "
                    "every record says how that reward ranks them")  # fmt: skip
+    p.add_argument("--extra-clips", type=Path, default=None, metavar="FILE",
+                   help="trajectory file (true rewards) of the --extra-labels clips")  # fmt: skip
+    p.add_argument("--extra-labels", type=int, default=0,
+                   help="oracle-labelled pairs of --extra-clips' clips added to the fitted half")  # fmt: skip
+    p.add_argument("--events", type=Path, nargs="*", default=[], metavar="FILE",
+                   help="trajectory files with sparse true rewards: every record says where that reward "
+                   "puts their events' value (prefrl interpret events)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="also write the records to this JSON file")
     a = p.parse_args(argv)
     if a.steps < 1 or a.every < 1 or not 0 < a.held_out < 1:
         p.error("need --steps >= 1, --every >= 1 and --held-out in (0, 1)")
+    if (a.extra_labels > 0) != (a.extra_clips is not None) or a.extra_labels < 0:
+        p.error("--extra-labels N (N >= 1) and --extra-clips FILE go together")
     for name in ("preferences.npz", "reward.safetensors"):
         if not (a.checkpoint / name).is_file():
             p.error(
@@ -178,14 +234,24 @@ def main(argv: list[str] | None = None) -> int:
     split = load_split(a.checkpoint, a.held_out)  # read once for every variant
     saved = load_reward_net(a.checkpoint / "reward.safetensors")
     policies = {f.stem: TrajectoryBatch.load(f) for f in a.compare}
-    records = [as_saved(a.checkpoint, saved, split[1], policies)]
+    events = {f.stem: TrajectoryBatch.load(f) for f in a.events}
+    extra = None
+    if a.extra_clips is not None:
+        fitted, test = split
+        assert test.fragments is not None
+        length = test.fragments.length  # the run's clip length
+        extra = add_extra(fitted, TrajectoryBatch.load(a.extra_clips), a.extra_labels, length)
+    records = [as_saved(a.checkpoint, saved, split[1], policies, events)]
     records += [
-        r for v in a.variants for r in refit(a.checkpoint, saved, split, v, a.steps, a.every, policies)
+        r
+        for v in a.variants
+        for r in refit(a.checkpoint, saved, split, v, a.steps, a.every, policies, events, extra)
     ]
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         args = {**vars(a), "checkpoint": str(a.checkpoint), "out": str(a.out),
-                "compare": [str(f) for f in a.compare]}  # fmt: skip
+                "compare": [str(f) for f in a.compare], "events": [str(f) for f in a.events],
+                "extra_clips": None if a.extra_clips is None else str(a.extra_clips)}  # fmt: skip
         a.out.write_text(json.dumps({"records": records, "args": args}, indent=1))
     return 0
 

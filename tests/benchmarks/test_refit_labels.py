@@ -82,3 +82,33 @@ def test_refit_records_how_each_reward_ranks_the_policies_it_is_given(tmp_path: 
     gap = records[-1]["per_step_in_spreads"]["better"] - records[-1]["per_step_in_spreads"]["worse"]
     assert 0 < gap < 10  # in units of the per-step rewards' spread
     assert all(abs(v) < 10 for r in records for v in r["per_step_in_spreads"].values())  # around the mean
+
+
+def test_refit_adds_oracle_labels_of_other_clips_and_profiles_events(tmp_path: Path, capsys) -> None:
+    """--extra-clips/--extra-labels: oracle-labelled pairs of another file's clips join the fitted
+    labels; --events: every record says where the reward puts each file's sparse events."""
+    from prefrl.agents.rollout import collect_episodes
+    from prefrl.envs.gridworld import GridWorldEnv
+
+    run = tmp_path / "run"
+    args = ["train", "--env.id", "prefrl/GridWorld-v0", "--run-dir", str(run), "--loop.total-steps", "600",
+            "--loop.initial-steps", "400", "--loop.iterations", "1", "--loop.total-labels", "40",
+            "--loop.fragment-length", "5", "--no-page", "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    extra = collect_episodes(GridWorldEnv(), n_episodes=30, seed=1).save(tmp_path / "other.npz")
+    probe = collect_episodes(GridWorldEnv(), n_episodes=30, seed=2).save(tmp_path / "probe.npz")
+    out = tmp_path / "refit.json"
+    argv = ["--checkpoint", str(run), "--variants", "linear:0.003", "--steps", "40", "--every", "40",
+            "--extra-clips", str(extra), "--extra-labels", "25", "--events", str(probe),
+            "--out", str(out)]  # fmt: skip
+    rf = _module()
+    assert rf.main(argv) == 0
+    saved, fitted = json.loads(out.read_text())["records"]
+    assert "extra_labels" not in saved and fitted["extra_labels"] == 25 and 0 <= fitted["extra_ties"] <= 1
+    for r in (saved, fitted):
+        ev = r["events"]["probe"]
+        assert 0 <= ev["explained"] <= 1 and set(ev["kept"]) <= {"+1", "-1"} and ev["kept"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        rf.main(["--checkpoint", str(run), "--extra-labels", "5"])
+    assert "go together" in capsys.readouterr().err
