@@ -890,6 +890,31 @@ def refit_policies(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def refit_events(res: Results) -> str:
+    """Where each refit reward puts the value of sparse events (``refit_labels.py --events``, files
+    under ``refit-events/``): every record, with the oracle labels of other play it was given
+    (``--extra-labels``), per events file the share of each event value's true net kept and the
+    share of the reward's per-step variance the events explain."""
+    rows = []
+    for path in sorted((res.root / "refit-events").glob("*.json")):
+        for r in json.loads(path.read_text())["records"]:
+            fit = "the run's own" if r["lr"] is None else f"refit, lr {r['lr']:g}"
+            extra = str(r.get("extra_labels", 0)) if r["lr"] is not None else "–"
+            per = "; ".join(
+                f"{name}: skipped ({e['skipped']})"
+                if "skipped" in e
+                else f"{name}: "
+                + ", ".join(f"{v} kept {k:.2f}" for v, k in e["kept"].items())
+                + f", explained {e['explained']:.2f}"
+                for name, e in r["events"].items()
+            )
+            rows.append([path.stem, f"{r['output']}, {fit}", extra, str(r["steps"]), held_out(r), per])
+    head = ["labels of", "reward", "oracle labels of skilled play added", "optimiser steps",
+            "held-out pairs ordered (pairs)", "each rollout file: share of each event's value kept, "
+            "share of the reward's variance the events explain"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def policies(res: Results) -> str:
     """Policies ranked by a run's learned reward and by the true one (``prefrl interpret policies``,
     files under ``policies/``): per file, each policy's rewards per step (two standard errors)
@@ -1113,6 +1138,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-pong-floor": atari_pong_floor,
     "refit": refit,
     "refit-policies": refit_policies,
+    "refit-events": refit_events,
     "policies": policies,
     "events": events,
     "coinrun": coinrun,

@@ -108,12 +108,17 @@ def measure(
 
 def events_of(net: RewardNet, files: dict[str, TrajectoryBatch]) -> dict[str, Any]:
     """Per file of ``files`` (``--events``): the share of each event value's true net kept by
-    ``net`` over 30 steps either side, and the share of its per-step variance the events explain."""
+    ``net`` over 30 steps either side, and the share of its per-step variance the events explain
+    (``skipped`` and why, for a file whose true reward is dense or has no events)."""
     if not files:
         return {}
-    out = {}
+    out: dict[str, Any] = {}
     for name, batch in files.items():
-        res = event_profiles(net, batch)
+        try:
+            res = event_profiles(net, batch)
+        except ValueError as e:  # a dense true reward, or no events: said in the record
+            out[name] = {"skipped": str(e)}
+            continue
         evs = res["events"]
         assert isinstance(evs, list)
         out[name] = {"explained": res["explained"], "kept": {f"{e['value']:+g}": e["kept"] for e in evs}}

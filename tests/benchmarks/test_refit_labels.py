@@ -74,10 +74,11 @@ def test_refit_records_how_each_reward_ranks_the_policies_it_is_given(tmp_path: 
             tmp_path / f"{name}.npz"))  # fmt: skip
     out = tmp_path / "refit.json"
     argv = ["--checkpoint", str(run), "--variants", "linear:0.003", "--steps", "100", "--every", "100",
-            "--out", str(out), "--compare", *map(str, files)]  # fmt: skip
+            "--out", str(out), "--compare", *map(str, files), "--events", str(files[0])]  # fmt: skip
     assert _module().main(argv) == 0
     records = json.loads(out.read_text())["records"]
     assert len(records) == 2 and all(set(r["per_step_in_spreads"]) == {"better", "worse"} for r in records)
+    assert all("dense" in r["events"]["worse"]["skipped"] for r in records)  # Pendulum: no events
     assert records[-1]["order"] == ["better", "worse"], records[-1]
     gap = records[-1]["per_step_in_spreads"]["better"] - records[-1]["per_step_in_spreads"]["worse"]
     assert 0 < gap < 10  # in units of the per-step rewards' spread

@@ -911,7 +911,7 @@ class World:
                 shutil.copy2(p, target)
 
 
-POLICY_FILES = ("learned.npz", "random.npz", "mine.npz")
+POLICY_FILES = ("learned.npz", "random.npz", "mine.npz", "true.npz", "skilled.npz")
 """Rollouts of policies that docs compare (``prefrl interpret policies``, ``refit_labels.py
 --compare``): the tiny Pendulum run's policy, or random actions for ``random.npz``."""
 
