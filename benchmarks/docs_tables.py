@@ -800,6 +800,13 @@ def atari_pong_broad(res: Results) -> str:
     return atari_table(res, "atari-pong-broad-2026-11-28")
 
 
+def atari_enduro_floor(res: Results) -> str:
+    """Enduro's learned side run again with the entropy floor (today's default; ``atari.py``, its
+    results under ``atari-enduro-floor-2026-11-28``), beside the same true-reward seed as the
+    committed row."""
+    return atari_table(res, "atari-enduro-floor-2026-11-28")
+
+
 def atari_pong_floor(res: Results) -> str:
     """Pong's learned side with the entropy floor (``--agent.min-entropy auto``, today's default;
     its results under ``atari-pong-floor-2026-11-28``), beside the same true-reward seed as the
@@ -1136,6 +1143,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-flat-cnn": atari_flat_cnn,
     "atari-pong-broad": atari_pong_broad,
     "atari-pong-floor": atari_pong_floor,
+    "atari-enduro-floor": atari_enduro_floor,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
