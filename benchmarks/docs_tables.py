@@ -897,6 +897,21 @@ def refit_policies(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def frozen(res: Results) -> str:
+    """Agents trained on a finished run's frozen reward (``prefrl train --reward-from RUN
+    --eval-interval N``, reports under ``frozen/``): steps, the mean of the last 10 evaluations,
+    the final policy's true return, and a random policy's."""
+    rows = []
+    for path in sorted((res.root / "frozen").glob("*.json")):
+        r = json.loads(path.read_text())
+        rows.append([path.stem, r["env"], r["agent"], f"{r['env_steps']:,}", str(r["reward_from"]),
+                     f"{r['eval_last10_mean']:.1f}", f"**{r['true_return']:.1f}**",
+                     f"{r['random_return']:.1f}"])  # fmt: skip
+    head = ["run", "env", "agent", "steps", "frozen reward of", "mean of the last 10 evaluations",
+            "final policy", "random policy"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def refit_events(res: Results) -> str:
     """Where each refit reward puts the value of sparse events (``refit_labels.py --events``, files
     under ``refit-events/``): every record, with the oracle labels of other play it was given
@@ -1147,6 +1162,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
+    "frozen": frozen,
     "policies": policies,
     "events": events,
     "coinrun": coinrun,
