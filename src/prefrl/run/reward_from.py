@@ -31,7 +31,7 @@ from prefrl.run.report import RunReport
 from prefrl.run.resolve import resolve_run
 from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
 from prefrl.storage.checkpoint import write_json
-from prefrl.training.evaluations import last_mean, write_evaluations
+from prefrl.training.evaluations import is_due, last_mean, write_evaluations
 
 
 class _PeriodicEvaluation(BaseCallback):
@@ -39,8 +39,6 @@ class _PeriodicEvaluation(BaseCallback):
 
     def __init__(self, evaluate: Callable[[object, int], float], interval: int, path: Path) -> None:
         super().__init__()
-        if interval < 1:
-            raise ValueError(f"eval_interval must be >= 1 environment steps, got {interval}")
         self.evaluate, self.interval, self.path = evaluate, interval, path
         self.evaluations: list[tuple[int, float]] = []
 
@@ -49,8 +47,7 @@ class _PeriodicEvaluation(BaseCallback):
         write_evaluations(self.path, self.evaluations)
 
     def _on_step(self) -> bool:
-        last = self.evaluations[-1][0] if self.evaluations else 0
-        if self.num_timesteps >= (last // self.interval + 1) * self.interval:
+        if is_due(self.evaluations, self.interval, self.num_timesteps):
             self.add(self.num_timesteps, self.evaluate(self.model, 10_000 + len(self.evaluations)))
         return True
 

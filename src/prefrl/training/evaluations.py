@@ -47,8 +47,7 @@ class PeriodicEvaluation(LoopCallback):
         done.append((int(env_steps), float(self.evaluate(agent, 10_000 + len(done)))))
 
     def _due(self, loop: PreferenceLoop, env_steps: int) -> bool:
-        evals = loop.progress.evaluations
-        return env_steps >= ((evals[-1][0] if evals else 0) // self.interval + 1) * self.interval
+        return is_due(loop.progress.evaluations, self.interval, env_steps)
 
     def on_env_steps(self, loop: PreferenceLoop, env_steps: int) -> None:
         if loop.agent is not None and self._due(loop, env_steps):
@@ -67,6 +66,13 @@ class PeriodicEvaluation(LoopCallback):
         """``RUN/evaluations.csv`` from the loop's state (rewritten whole: a resume stays exact)."""
         if self.csv_path is not None:
             write_evaluations(self.csv_path, loop.progress.evaluations)
+
+
+def is_due(evaluations: list[tuple[int, float]], interval: int, env_steps: int) -> bool:
+    """Whether an evaluation is due at ``env_steps``: the next multiple of ``interval`` after the
+    last evaluation's step has been reached (the first at ``interval``)."""
+    last = evaluations[-1][0] if evaluations else 0
+    return env_steps >= (last // interval + 1) * interval
 
 
 def write_evaluations(path: Path, evaluations: list[tuple[int, float]]) -> None:
