@@ -443,8 +443,9 @@ class Policies(Common):
 
 @dataclass
 class Events(Common):
-    """Where the reward puts the value of sparse true-reward events (a point lost, a coin): the
-    mean learned and true reward around them, and what the steps around pay back (events.png, .json)."""
+    """Where the reward puts the value of sparse true-reward events (a point lost, a coin): what one
+    event adds to the learned and the true reward at each step around it, and the share of its value
+    the learned reward keeps (events.png, .json)."""
 
     window: int = 30
     """Steps before and after each event to profile."""
