@@ -4,11 +4,10 @@ In a game whose reward is sparse (Pong's points, CoinRun's coin) a preference on
 clip's sum was higher, so a learned reward may mark the event itself and then pay its value back
 on the steps around it: on the frames that always come before or after it. Summed over a clip
 it still orders the labelled pairs, but an agent that optimises it gains little by avoiding the
-event. :func:`event_profiles` measures this from a trajectory file with true rewards: the mean
-learned and true reward (each standardised over the file's steps) at every offset from the
-events of each true-reward value, within their episodes (each reward in standard deviations of
-its per-step values, fitted by least squares so that nearby events are told apart), and the net
-over the window.
+event. :func:`event_profiles` measures this from a trajectory file with true rewards: what one
+event of each true-reward value adds to the learned and to the true reward at every offset from
+it, within its episode (each reward in standard deviations of its per-step values, fitted by least
+squares so that nearby events are told apart), and the net over the window.
 """
 
 from __future__ import annotations
@@ -54,7 +53,7 @@ class EventProfile:
     """``[2W+1]`` what one event adds to the learned reward at each offset, in standard deviations
     of its per-step reward (NaN where no event reaches that offset)."""
     learned_se: list[float]
-    """``[2W+1]`` its standard error over the events."""
+    """``[2W+1]`` its standard error (ordinary least squares, the steps taken as independent)."""
     true: list[float]
     """``[2W+1]`` the same for the true reward: its value at offset 0, 0 elsewhere."""
     learned_net: float
@@ -71,46 +70,50 @@ class EventProfile:
 
 
 def _responses(
-    y: np.ndarray, starts: list[np.ndarray], rows: np.ndarray, episode: np.ndarray, window: int
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Least-squares response of ``y`` ``[S]`` to each kind of event at each offset.
+    ys: np.ndarray, starts: list[np.ndarray], rows: np.ndarray, episode: np.ndarray, window: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Least-squares response of each reward of ``ys`` ``[M, S]`` to each kind of event at each offset.
 
     ``y[t] = c + sum_k sum_o beta[k, o] * [an event of kind k at t - o, in t's episode]``, fitted
-    over ``rows``, so that events closer together than the window are told apart.
+    over ``rows`` (one design matrix for every reward), so that events closer together than the
+    window are told apart.
 
     Returns:
-        ``beta`` and its standard error, ``[K, 2W+1]`` each (offsets -W..W), and the share of
-        ``y``'s variance over ``rows`` that the events explain (R squared).
+        ``beta`` and its standard error (ordinary least squares), ``[M, K, 2W+1]`` each (offsets
+        -W..W), and ``[M]`` the share of each reward's variance over ``rows`` that the events
+        explain (R squared).
     """
     from scipy import sparse
 
     offsets = np.arange(-window, window + 1)
     n_off = len(offsets)
     n_cols = len(starts) * n_off + 1  # the last column: the intercept
-    pos = np.full(len(y), -1)
+    n_all = ys.shape[1]
+    pos = np.full(n_all, -1)
     pos[rows] = np.arange(len(rows))
     r_idx, c_idx = [np.arange(len(rows))], [np.full(len(rows), n_cols - 1)]
     for k, ev in enumerate(starts):
         at = ev[:, None] + offsets[None, :]  # [E, 2W+1] rows the events reach
-        inside = (at >= 0) & (at < len(y))
-        at_c = np.clip(at, 0, len(y) - 1)
+        inside = (at >= 0) & (at < n_all)
+        at_c = np.clip(at, 0, n_all - 1)
         ok = inside & (pos[at_c] >= 0) & (episode[at_c] == episode[ev][:, None])
         e_i, o_i = np.nonzero(ok)
         r_idx.append(pos[at_c[e_i, o_i]])
         c_idx.append(k * n_off + o_i)
     r_all, c_all = np.concatenate(r_idx), np.concatenate(c_idx)
     x = sparse.csr_matrix((np.ones(len(r_all)), (r_all, c_all)), shape=(len(rows), n_cols))  # [N, K(2W+1)+1]
-    target = y[rows]
-    gram = (x.T @ x).toarray() + 1e-6 * np.eye(n_cols)
-    beta = np.linalg.solve(gram, x.T @ target)
+    target = ys[:, rows].T  # [N, M]
+    gram_inv = np.linalg.inv((x.T @ x).toarray() + 1e-6 * np.eye(n_cols))
+    beta = gram_inv @ (x.T @ target)  # [K(2W+1)+1, M]
     resid = target - x @ beta
-    dof = max(len(rows) - n_cols, 1)
-    se = np.sqrt(np.maximum(np.diag(np.linalg.inv(gram)), 0.0) * float(resid @ resid) / dof)
-    covered = np.asarray(x[:, :-1].sum(0)).ravel() > 0
-    beta_k = np.where(covered, beta[:-1], np.nan).reshape(len(starts), n_off)
-    se_k = np.where(covered, se[:-1], np.nan).reshape(len(starts), n_off)
-    total = float(((target - target.mean()) ** 2).sum())
-    r2 = 1.0 - float(resid @ resid) / total if total > 0 else float("nan")
+    sse = (resid**2).sum(0)  # [M]
+    se = np.sqrt(np.maximum(np.diag(gram_inv), 0.0)[:, None] * sse / max(len(rows) - n_cols, 1))
+    covered = (np.asarray(x[:, :-1].sum(0)).ravel() > 0)[:, None]
+    shape = (len(starts), n_off, ys.shape[0])
+    beta_k = np.where(covered, beta[:-1], np.nan).reshape(shape).transpose(2, 0, 1)
+    se_k = np.where(covered, se[:-1], np.nan).reshape(shape).transpose(2, 0, 1)
+    total = ((target - target.mean(0)) ** 2).sum(0)
+    r2 = np.where(total > 0, 1.0 - sse / np.where(total > 0, total, 1.0), np.nan)
     return beta_k, se_k, r2
 
 
@@ -148,8 +151,8 @@ def event_profiles(net: RewardNet, batch: TrajectoryBatch, window: int = 30) -> 
         )
     if share == 0.0:
         raise ValueError(f"no events: every step's true reward is {baseline:g}")
-    kinds = sorted((float(v) for v in values if v != baseline), key=lambda v: -int(np.sum(true[rows] == v)))
-    kinds = kinds[:MAX_KINDS]
+    commonest = np.argsort(-counts, kind="stable")
+    kinds = [float(values[i]) for i in commonest if values[i] != baseline][:MAX_KINDS]
     starts = [rows[true[rows] == v] for v in kinds]
     episode = np.repeat(np.arange(len(batch)), batch.lengths + 1)
     learned = predicted_rewards(net, batch)
@@ -158,8 +161,8 @@ def event_profiles(net: RewardNet, batch: TrajectoryBatch, window: int = 30) -> 
         sd = float(x[rows].std())
         return x / (sd if sd > 0 else 1.0)
 
-    l_beta, l_se, l_r2 = _responses(scaled(learned), starts, rows, episode, window)
-    t_beta, _, _ = _responses(scaled(true), starts, rows, episode, window)
+    beta, se, r2 = _responses(np.stack([scaled(learned), scaled(true)]), starts, rows, episode, window)
+    (l_beta, t_beta), l_se, l_r2 = beta, se[0], float(r2[0])
     offsets = np.arange(-window, window + 1)
     profiles: list[EventProfile] = []
     for k, v in enumerate(kinds):
@@ -176,7 +179,7 @@ def event_profiles(net: RewardNet, batch: TrajectoryBatch, window: int = 30) -> 
                 true=t_beta[k].tolist(),
                 learned_net=l_net,
                 true_net=t_net,
-                kept=l_net / t_net if t_net != 0 else float("nan"),
+                kept=l_net / t_net,  # t_net: the event's own value (not 0), in true-reward sds
                 peak_offset=int(offsets[peak_i]),
                 peak=float(l_beta[k][peak_i]),
             )
@@ -195,8 +198,6 @@ def _verdict(p: EventProfile) -> str:
     head = f"events of {p.value:+g} ({p.count}): "
     marks = np.sign(p.peak) == np.sign(p.true[len(p.true) // 2])  # the event's own sign nearby
     mark = f"marked (peak {p.peak:+.2f} sd at offset {p.peak_offset:+d})" if marks else "not marked"
-    if not np.isfinite(p.kept):
-        return head + mark + "; the true reward nets to 0 over the window"
     if p.kept >= KEPT_WELL:
         return head + f"{mark}, and the window keeps {p.kept:.2f} of the true net value"
     if p.kept > PAID_BACK:
