@@ -49,6 +49,7 @@ from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.interpret.events import event_profiles
 from prefrl.interpret.policies import rank_policies
 from prefrl.preference.trainer import RewardTrainer, RewardTrainerConfig
+from prefrl.preference.trust import TIE_TOL
 from prefrl.rewards.encode import encode_fragments, fragment_rewards
 from prefrl.rewards.io import build_reward_net, load_reward_net
 from prefrl.rewards.nets import RewardNet
@@ -134,7 +135,7 @@ def add_extra(
     pairs = random_pairs(len(frags), n, rng)
     labels = SyntheticTeacher("oracle").label(frags, pairs)
     train.add(frags, pairs, labels)
-    return {"extra_labels": n, "extra_ties": float(np.mean(np.abs(labels - 0.5) < 1e-6))}
+    return {"extra_labels": n, "extra_ties": float(np.mean(np.abs(labels - 0.5) <= TIE_TOL))}
 
 
 def compare(net: RewardNet, policies: dict[str, TrajectoryBatch]) -> dict[str, Any]:

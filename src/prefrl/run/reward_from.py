@@ -31,7 +31,7 @@ from prefrl.run.report import RunReport
 from prefrl.run.resolve import resolve_run
 from prefrl.run.setup import log_agent, prepare_run_dir, reward_accuracy
 from prefrl.storage.checkpoint import write_json
-from prefrl.training.evaluations import is_due, last_mean, write_evaluations
+from prefrl.training.evaluations import evaluation_seed, is_due, last_mean, write_evaluations
 
 
 class _PeriodicEvaluation(BaseCallback):
@@ -48,7 +48,7 @@ class _PeriodicEvaluation(BaseCallback):
 
     def _on_step(self) -> bool:
         if is_due(self.evaluations, self.interval, self.num_timesteps):
-            self.add(self.num_timesteps, self.evaluate(self.model, 10_000 + len(self.evaluations)))
+            self.add(self.num_timesteps, self.evaluate(self.model, evaluation_seed(self.evaluations)))
         return True
 
 

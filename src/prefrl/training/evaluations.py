@@ -44,7 +44,7 @@ class PeriodicEvaluation(LoopCallback):
     def _run(self, loop: PreferenceLoop, env_steps: int) -> None:
         done, agent = loop.progress.evaluations, loop.agent
         assert agent is not None
-        done.append((int(env_steps), float(self.evaluate(agent, 10_000 + len(done)))))
+        done.append((int(env_steps), float(self.evaluate(agent, evaluation_seed(done)))))
 
     def _due(self, loop: PreferenceLoop, env_steps: int) -> bool:
         return is_due(loop.progress.evaluations, self.interval, env_steps)
@@ -66,6 +66,11 @@ class PeriodicEvaluation(LoopCallback):
         """``RUN/evaluations.csv`` from the loop's state (rewritten whole: a resume stays exact)."""
         if self.csv_path is not None:
             write_evaluations(self.csv_path, loop.progress.evaluations)
+
+
+def evaluation_seed(evaluations: list[tuple[int, float]]) -> int:
+    """Seed of the next evaluation's episodes: a fixed one per evaluation, apart from training's."""
+    return 10_000 + len(evaluations)
 
 
 def is_due(evaluations: list[tuple[int, float]], interval: int, env_steps: int) -> bool:
