@@ -432,6 +432,8 @@ RESET28 = "agent-reset-2026-11-28/"  # the same rows again on another machine (r
 DOT200 = "prefrl/MovingDot-v0-ppo-oracle-200l-100000s"  # (its rows name fragment_length=10 after the restart)
 LANDER = "LunarLander-v3-ppo-oracle-50l-100000s"  # PPO on LunarLander's discrete actions, chosen on nothing
 LANDER100 = "LunarLander-v3-ppo-oracle-100l-100000s"
+FLOOR, FLOOR_ON = "entropy-floor/", "-agent.min_entropy=0.5"  # the entropy floor's rows, in their own folder
+LIFTED = "-floor_after_queries=False"  # the floor lifted after the last query (today's default)
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -757,6 +759,48 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "the same, a trial of 1 iteration (`--loop agent_reset_trial=1`) in the last column",
                 (None, None, RESET + LANDER + RESET_ON + "-agent_reset_trial=1"),
+            ),
+        ),
+    ),
+    "entropy-floor": Comparison(
+        (
+            "row (PPO; the floor is on by default on images)",
+            "no floor",
+            "a floor of half the largest entropy, to the end (until 2026-11-28)",
+            "the floor lifted after the last query (today's default)",
+            "the same without the entropy bonus of 0.01 (`--loop agent.ent_coef=0.0`; 2 seeds)",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips (3 seeds)",
+                (
+                    "pixels-2026-11-27/" + DOT200 + "-fragment_length=10",
+                    FLOOR + DOT200 + "-fragment_length=10",
+                    FLOOR + DOT200 + LIFTED + "-fragment_length=10",
+                    FLOOR + DOT200 + "-agent.ent_coef=0.0" + LIFTED + "-fragment_length=10",
+                ),
+            ),
+        ),
+    ),
+    "entropy-floor-states": Comparison(
+        (
+            "row (PPO; no floor on states by default)",
+            "no floor (today's default on states)",
+            "`--agent.min-entropy 0.5`, to the end",
+            "`--agent.min-entropy 0.5`, lifted after the last query",
+        ),
+        (
+            (
+                "Acrobot-v1, 30 labels, 100,000 steps (5, 3 and 5 seeds)",
+                (EXPLORE + ACRO30, FLOOR + ACRO30 + FLOOR_ON, FLOOR + ACRO30 + FLOOR_ON + LIFTED),
+            ),
+            (
+                "CartPole-v1, 10 labels, 50,000 steps (5 seeds)",
+                (EXPLORE + CART10, FLOOR + CART10 + FLOOR_ON, FLOOR + CART10 + FLOOR_ON + LIFTED),
+            ),
+            (
+                "LunarLander-v3, 50 labels, 100,000 steps (10, 5 and 10 seeds)",
+                (RESET28 + LANDER, FLOOR + LANDER + FLOOR_ON, FLOOR + LANDER + FLOOR_ON + LIFTED),
             ),
         ),
     ),

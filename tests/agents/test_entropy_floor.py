@@ -144,7 +144,8 @@ def test_min_entropy_is_a_share(bad: float) -> None:
 def test_the_loop_logs_the_raised_bonus_and_a_resumed_run_keeps_it(tmp_path) -> None:
     """agent/ent_coef in the metrics where the floor acts, and the checkpoint holds the raised
     bonus, so a resumed run goes on from it rather than from the configured one."""
-    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10)
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
+                     floor_after_queries=True)  # fmt: skip
     loop = build(cfg, algo="ppo", env_id="CartPole-v1", tmp=tmp_path)
     loop.agent.prefrl_config = dataclasses.replace(loop.agent.prefrl_config, min_entropy=0.9)
     loop.run()
@@ -159,3 +160,24 @@ def test_the_loop_logs_the_raised_bonus_and_a_resumed_run_keeps_it(tmp_path) -> 
     again.agent_step.load_state_dict(state)
     assert again.agent_step.entropy_coef is None
     np.testing.assert_equal(build(cfg, algo="ppo", env_id="CartPole-v1").agent_step.stats(), {})
+
+
+def test_after_the_last_query_the_agent_trains_at_its_configured_bonus(tmp_path) -> None:
+    """The floor acts while labels are still to be asked; the last iteration's steps make no clip
+    that is compared, so there the agent trains at its configured bonus, and the floor's raised
+    bonus is kept for a resumed run. With floor_after_queries it acts to the end."""
+    cfg = LoopConfig(total_steps=600, total_labels=6, iterations=3, initial_steps=100, fragment_length=10)
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1", tmp=tmp_path)
+    base = loop.agent.ent_coef
+    loop.agent.prefrl_config = dataclasses.replace(loop.agent.prefrl_config, min_entropy=0.99)
+    loop.run()
+    history = loop.state.history
+    assert [h["agent/floor"] for h in history] == [1.0, 1.0, 0.0]
+    assert history[1]["agent/ent_coef"] > base  # ln 2 x 0.99: out of reach, raised
+    assert history[2]["agent/ent_coef"] == base and loop.agent.ent_coef == base
+    assert loop.agent_step.entropy_coef == pytest.approx(history[1]["agent/ent_coef"])
+    kept = build(dataclasses.replace(cfg, floor_after_queries=True), algo="ppo", env_id="CartPole-v1")
+    kept.agent.prefrl_config = dataclasses.replace(kept.agent.prefrl_config, min_entropy=0.99)
+    kept.run()
+    assert [h["agent/floor"] for h in kept.state.history] == [1.0, 1.0, 1.0]
+    assert kept.state.history[2]["agent/ent_coef"] > base

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -87,13 +87,18 @@ class AgentStep:
         agent = self.agent
         return None if agent is None else (lambda o: agent.predict(o)[0])
 
-    def learn(self, steps: int) -> None:
-        """Train the agent ``steps`` environment steps (on whatever reward its env gives now)."""
+    def learn(self, steps: int, floor_on: bool = True) -> None:
+        """Train the agent ``steps`` environment steps (on whatever reward its env gives now);
+        ``floor_on=False``: without its entropy floor, at its configured entropy bonus (the floor's
+        raised bonus is kept for a later ``learn``)."""
         if steps <= 0:
             return
         assert self.agent is not None
         hook = _StepHook(self.on_steps, self.env_steps)
         floor = self._floor()
+        if floor is not None and not floor_on:
+            cast(OnPolicyAlgorithm, self.agent).ent_coef = floor.base
+            floor = None
         callback = hook if floor is None else CallbackList([hook, floor])
         self.agent.learn(steps, callback=callback, reset_num_timesteps=not self.started, progress_bar=False)
         self.started = True

@@ -68,3 +68,8 @@ class LabelBudget:
         as many again as ``due``, at most what the budget has left after it (later iterations
         then ask fewer, :func:`queries_due`)."""
         return max(0, min(due, int(self.alloc.sum()) - self.asked - due))
+
+    @property
+    def remaining(self) -> int:
+        """Queries the budget has left to ask (0 once the last one is asked)."""
+        return max(0, int(self.alloc.sum()) - self.asked)

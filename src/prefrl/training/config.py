@@ -139,6 +139,13 @@ class LoopConfig:
     nearer the clips its labels rejected than those they preferred (watch/standing below 0.5): an
     agent stuck where no clip differs, which the labels cannot lead out (Acrobot's arm hanging
     still once its first labels are in). Logged as agent/stuck_exploration."""
+    floor_after_queries: bool = False
+    """Keep the agent's entropy floor (--agent.min-entropy) once the label budget is spent.
+    Off (the default): the floor is there so that the clips the labels compare stay varied;
+    the agent's steps after the last query (the last iteration's) make no clip that will be
+    compared, so there it trains on the final reward with its configured entropy bonus, and
+    the policy it ends with is not held at the floor's randomness. Logged as
+    agent/floor (1 while the floor may act)."""
     agent_reset_at: OptFloat = None
     """Restart the agent once from fresh weights, at this share of its training iterations
     (0.5: before iteration round(0.5 x iterations)): a policy shaped by the first rewards,

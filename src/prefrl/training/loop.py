@@ -291,13 +291,16 @@ class PreferenceLoop:
                 m["agent/reset"] = 1.0
             m.update(self._reset_trial(i))
             t0 = time.perf_counter()
+            floor_on = self.config.floor_after_queries or self.labels.budget.remaining > 0
             try:
-                self.agent_step.learn(self.agent_step.steps_for(i))
+                self.agent_step.learn(self.agent_step.steps_for(i), floor_on)
             finally:  # whoever uses the reward after this iteration gets the learned one
                 if self.signal is not None:
                     self.signal.learned()
             m["time/agent_s"] = time.perf_counter() - t0
             m.update(self.agent_step.stats())
+            if "agent/ent_coef" in m:  # an agent with an entropy floor: whether it could act
+                m["agent/floor"] = float(floor_on)
         m["env_steps"] = float(self.env_steps)
         return m
 
