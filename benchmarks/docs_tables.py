@@ -795,6 +795,10 @@ COMPARISONS: dict[str, Comparison] = {
                 (EXPLORE + ACRO30, FLOOR + ACRO30 + FLOOR_ON, FLOOR + ACRO30 + FLOOR_ON + LIFTED),
             ),
             (
+                "the same, the floor to the end again with the code of 2026-11-28 (seeds 0 and 1)",
+                (None, FLOOR + ACRO30 + FLOOR_ON + "-floor_after_queries=True", None),
+            ),
+            (
                 "CartPole-v1, 10 labels, 50,000 steps (5 seeds)",
                 (EXPLORE + CART10, FLOOR + CART10 + FLOOR_ON, FLOOR + CART10 + FLOOR_ON + LIFTED),
             ),
