@@ -433,7 +433,7 @@ DOT200 = "prefrl/MovingDot-v0-ppo-oracle-200l-100000s"  # (its rows name fragmen
 LANDER = "LunarLander-v3-ppo-oracle-50l-100000s"  # PPO on LunarLander's discrete actions, chosen on nothing
 LANDER100 = "LunarLander-v3-ppo-oracle-100l-100000s"
 FLOOR, FLOOR_ON = "entropy-floor/", "-agent.min_entropy=0.5"  # the entropy floor's rows, in their own folder
-LIFTED = "-floor_after_queries=False"  # the floor lifted after the last query (today's default)
+LIFTED, KEPT = "-floor_after_queries=False", "-floor_after_queries=True"  # lifted: today's default
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -796,7 +796,7 @@ COMPARISONS: dict[str, Comparison] = {
             ),
             (
                 "the same, the floor to the end again with the code of 2026-11-28 (seeds 0 and 1)",
-                (None, FLOOR + ACRO30 + FLOOR_ON + "-floor_after_queries=True", None),
+                (None, FLOOR + ACRO30 + FLOOR_ON + KEPT, None),
             ),
             (
                 "CartPole-v1, 10 labels, 50,000 steps (5 seeds)",

@@ -67,7 +67,7 @@ class LabelBudget:
         """Queries that may be asked on top of ``due`` now, taken from later iterations' share:
         as many again as ``due``, at most what the budget has left after it (later iterations
         then ask fewer, :func:`queries_due`)."""
-        return max(0, min(due, int(self.alloc.sum()) - self.asked - due))
+        return max(0, min(due, self.remaining - due))
 
     @property
     def remaining(self) -> int:
