@@ -434,6 +434,7 @@ LANDER = "LunarLander-v3-ppo-oracle-50l-100000s"  # PPO on LunarLander's discret
 LANDER100 = "LunarLander-v3-ppo-oracle-100l-100000s"
 FLOOR, FLOOR_ON = "entropy-floor/", "-agent.min_entropy=0.5"  # the entropy floor's rows, in their own folder
 LIFTED, KEPT = "-floor_after_queries=False", "-floor_after_queries=True"  # lifted: today's default
+TIMING = "label-timing/"  # when the moving dot's labels come in, against the agent's steps
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -778,6 +779,26 @@ COMPARISONS: dict[str, Comparison] = {
                     FLOOR + DOT200 + "-fragment_length=10",
                     FLOOR + DOT200 + LIFTED + "-fragment_length=10",
                     FLOOR + DOT200 + "-agent.ent_coef=0.0" + LIFTED + "-fragment_length=10",
+                ),
+            ),
+        ),
+    ),
+    "dot-label-timing": Comparison(
+        (
+            "row (PPO, 200 labels)",
+            "today's default: 10,000 random steps, 60 labels before the agent trains, the rest hyperbolic",
+            "1,000 random steps (`--loop initial_steps_per_label=0`; 2 seeds)",
+            "every label in the first third of the run (`--loop query_schedule=front`; 2 seeds)",
+            "100 labels before the agent trains (`--loop initial_label_frac=0.5`)",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0, 100,000 steps, 10-step clips",
+                (
+                    FLOOR + DOT200 + LIFTED + "-fragment_length=10",
+                    TIMING + DOT200 + "-fragment_length=10-initial_steps_per_label=0",
+                    TIMING + DOT200 + "-fragment_length=10-query_schedule=front",
+                    TIMING + DOT200 + "-fragment_length=10-initial_label_frac=0.5",
                 ),
             ),
         ),
