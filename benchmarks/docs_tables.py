@@ -435,6 +435,8 @@ LANDER100 = "LunarLander-v3-ppo-oracle-100l-100000s"
 FLOOR, FLOOR_ON = "entropy-floor/", "-agent.min_entropy=0.5"  # the entropy floor's rows, in their own folder
 LIFTED, KEPT = "-floor_after_queries=False", "-floor_after_queries=True"  # lifted: today's default
 TIMING = "label-timing/"  # when the moving dot's labels come in, against the agent's steps
+DOT200_CLIPS = DOT200 + "-fragment_length=10"  # the 10-step clips of the 2-core budget, after the restart
+DOT_LIFTED = FLOOR + DOT200 + LIFTED + "-fragment_length=10"  # today's default on the dot (floor lifted)
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -777,7 +779,7 @@ COMPARISONS: dict[str, Comparison] = {
                 (
                     "pixels-2026-11-27/" + DOT200 + "-fragment_length=10",
                     FLOOR + DOT200 + "-fragment_length=10",
-                    FLOOR + DOT200 + LIFTED + "-fragment_length=10",
+                    DOT_LIFTED,
                     FLOOR + DOT200 + "-agent.ent_coef=0.0" + LIFTED + "-fragment_length=10",
                 ),
             ),
@@ -795,10 +797,10 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "prefrl/MovingDot-v0, 100,000 steps, 10-step clips",
                 (
-                    FLOOR + DOT200 + LIFTED + "-fragment_length=10",
-                    TIMING + DOT200 + "-fragment_length=10-initial_steps_per_label=0",
-                    TIMING + DOT200 + "-fragment_length=10-query_schedule=front",
-                    TIMING + DOT200 + "-fragment_length=10-initial_label_frac=0.5",
+                    DOT_LIFTED,
+                    TIMING + DOT200_CLIPS + "-initial_steps_per_label=0",
+                    TIMING + DOT200_CLIPS + "-query_schedule=front",
+                    TIMING + DOT200_CLIPS + "-initial_label_frac=0.5",
                 ),
             ),
         ),
