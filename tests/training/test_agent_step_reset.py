@@ -185,3 +185,69 @@ def test_each_iteration_logs_how_much_an_on_policy_agent_still_samples(algo: str
     loop.agent.lr_schedule = lambda _: 0.01
     loop.agent_step.learn(64 * 40)
     assert loop.agent_step.stats()["agent/entropy"] < logged[-1]
+
+
+def test_heads_reset_redraws_the_last_layers_only_and_the_policy_samples_again() -> None:
+    """agent_reset_layers=heads: after training hard, the action and value heads get new
+    weights and the layers that read the observation keep theirs; the policy samples near
+    uniformly again and its optimiser starts afresh; the same seed draws the same heads."""
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5, agent_reset_layers="heads")  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    loop.agent.ent_coef, loop.agent.learning_rate = 0.0, 0.01  # narrow the policy
+    loop.agent.lr_schedule = lambda _: 0.01
+    loop.agent_step.learn(64 * 30)
+    narrowed = loop.agent_step.stats()["agent/entropy"]
+    trained = _weights(loop.agent)
+    assert loop.agent.policy.optimizer.state  # Adam's moments of the training
+    loop.agent_step.reset(seed=5, layers="heads")
+    fresh = _weights(loop.agent)
+    heads = {k for k in trained if k.startswith(("action_net.", "value_net."))}
+    assert heads and all(not torch.equal(trained[k], fresh[k]) for k in heads)
+    assert all(torch.equal(trained[k], fresh[k]) for k in trained if k not in heads)
+    assert not loop.agent.policy.optimizer.state
+    obs = torch.as_tensor(np.random.default_rng(0).normal(size=(256, 4)), dtype=torch.float32)
+    with torch.no_grad():
+        entropy = loop.agent.policy.get_distribution(obs).entropy().mean().item()
+    assert entropy > 0.99 * np.log(2) and entropy > narrowed
+    again = build(cfg, algo="ppo", env_id="CartPole-v1")
+    again.agent.policy.load_state_dict(trained)
+    again.agent_step.reset(seed=5, layers="heads")
+    assert not _moved(fresh, _weights(again.agent))
+    loop.agent_step.learn(128)  # and it trains on from there
+    assert _moved(fresh, _weights(loop.agent))
+
+
+def test_heads_reset_is_validated() -> None:
+    """heads needs the restart it qualifies, an on-policy agent, and a known name; an off-policy
+    agent fails when the loop is built, not at the restart mid-run."""
+    with pytest.raises(ValueError, match="needs agent_reset_at"):
+        LoopConfig(agent_reset_layers="heads")
+    with pytest.raises(ValueError, match="unknown agent_reset_layers"):
+        LoopConfig(agent_reset_at=0.5, agent_reset_layers="trunk")  # type: ignore[arg-type]
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5, agent_reset_layers="heads")  # fmt: skip
+    with pytest.raises(ValueError, match="on-policy agents"):
+        build(cfg, algo="sac", env_id="Pendulum-v1")
+
+
+def test_loop_resets_the_heads_at_its_iteration() -> None:
+    """A run with agent_reset_layers=heads restarts its heads once, logged as agent/reset, and
+    keeps the layers before them as they were trained up to then."""
+    cfg = LoopConfig(total_steps=600, total_labels=6, iterations=3, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5, agent_reset_layers="heads")  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    seen: list[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = []
+    original = loop.agent_step.reset
+
+    def spy(seed: int, layers: str = "all") -> None:  # the weights around the restart
+        before = _weights(loop.agent)
+        original(seed, layers)
+        seen.append((before, _weights(loop.agent)))
+
+    loop.agent_step.reset = spy
+    loop.run()
+    assert [h.get("iteration") for h in loop.state.history if h.get("agent/reset")] == [2]
+    ((before, after),) = seen
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed == {"action_net.weight", "action_net.bias", "value_net.weight", "value_net.bias"}

@@ -11,14 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
 from typing import TypedDict, cast
 
 import numpy as np
+import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
 from prefrl.agents.entropy_floor import EntropyFloor, logged_entropy
@@ -71,6 +74,8 @@ class AgentStep:
         self.env_steps = 0
         self.started = False
         self.entropy_coef: float | None = None
+        if config.agent_reset_at is not None and config.agent_reset_layers == "heads" and agent is not None:
+            _heads_of(agent)  # an agent whose heads cannot restart fails here, not mid-run
 
     @property
     def off_policy(self) -> bool:
@@ -130,9 +135,11 @@ class AgentStep:
             out["agent/ent_coef"] = float(getattr(self.agent, "ent_coef", math.nan))
         return out
 
-    def reset(self, seed: int) -> None:
-        """Give the agent fresh weights (policy, critics, optimisers), drawn from ``seed``; its
-        step counter, environment and (off-policy) replay buffer stay (``agent_reset_at``)."""
+    def reset(self, seed: int, layers: str = "all") -> None:
+        """Give the agent fresh weights drawn from ``seed``; its step counter, environment and
+        (off-policy) replay buffer stay (``agent_reset_at``). ``layers``: ``all`` (policy,
+        critics, optimisers) or ``heads`` (``agent_reset_layers``: an on-policy agent's action
+        and value heads and its optimiser; the layers that read the observation stay)."""
         agent = self.agent
         if agent is None:
             return
@@ -140,6 +147,9 @@ class AgentStep:
             raise TypeError(
                 f"agent_reset_at restarts stable-baselines3 algorithms, not {type(agent).__name__}"
             )
+        if layers == "heads":
+            _reset_heads(agent, seed)
+            return
         buffer = agent.replay_buffer if isinstance(agent, OffPolicyAlgorithm) else None
         own = agent.seed
         agent.seed = seed  # _setup_model draws the new weights from it
@@ -213,6 +223,38 @@ class AgentStep:
         self.env_steps, self.started = int(state["env_steps"]), bool(state["started"])
         coef = state.get("entropy_coef")
         self.entropy_coef = None if coef is None else float(coef)
+
+
+def _heads_of(agent: object) -> ActorCriticPolicy:
+    """The policy whose heads ``agent_reset_layers=heads`` restarts; ``ValueError`` for an agent
+    without such heads (off-policy agents, whose critics have no one value head)."""
+    policy = getattr(agent, "policy", None)
+    if not isinstance(agent, OnPolicyAlgorithm) or not isinstance(policy, ActorCriticPolicy):
+        raise ValueError(
+            f"agent_reset_layers=heads restarts the heads of on-policy agents (ppo, a2c), not "
+            f"{type(agent).__name__}; use agent_reset_layers=all"
+        )
+    return policy
+
+
+def _reset_heads(agent: BaseAlgorithm, seed: int) -> None:
+    """Re-draw an on-policy agent's last layers as stable-baselines3 first draws them (the
+    action head at gain 0.01, so that the policy samples near uniformly again; the value head at
+    gain 1; a Gaussian policy's log-std at its initial value) and give it a fresh optimiser."""
+    policy = _heads_of(agent)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for head, gain in ((policy.action_net, 0.01), (policy.value_net, 1.0)):
+            if policy.ortho_init:
+                head.apply(partial(policy.init_weights, gain=gain))
+            else:
+                cast(torch.nn.Linear, head).reset_parameters()
+    log_std = getattr(policy, "log_std", None)
+    if isinstance(log_std, torch.nn.Parameter):
+        with torch.no_grad():
+            log_std.fill_(policy.log_std_init)
+    lr = agent.lr_schedule(agent._current_progress_remaining)
+    policy.optimizer = policy.optimizer_class(policy.parameters(), lr=lr, **policy.optimizer_kwargs)  # type: ignore[call-arg]
 
 
 class _StepHook(BaseCallback):

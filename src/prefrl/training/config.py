@@ -16,6 +16,9 @@ TRIAL_MAX = 6
 """The longest trial of a restart, in iterations (``agent_reset_trial``): the replaced policy
 must still be among the policies the restore keeps (the newest 8)."""
 
+RESET_LAYERS = ("all", "heads")
+"""What ``agent_reset_at`` restarts: every weight, or an on-policy agent's last layers."""
+
 TIE_WARN = 0.5
 """Share of tied labels from which a run warns that little can be learned."""
 TIE_HINT = (
@@ -156,6 +159,12 @@ class LoopConfig:
     LunarLander-v3 seeds, whose agents were still climbing when they were restarted, and with
     SAC it threw away HalfCheetah-v5's late recovery. Logged as agent/reset; the report says
     where. None: never."""
+    agent_reset_layers: Literal["all", "heads"] = "all"
+    """What agent_reset_at restarts. all: every weight (policy, value function, optimiser).
+    heads: only the last layers of an on-policy agent (the action and value heads; a Gaussian
+    policy's log-std too) and its optimiser, keeping the layers that read the observation, as
+    Nikishin et al. (2022) reset only the last layers: the policy samples as a fresh one does,
+    but learns again from features that already tell states apart."""
     agent_reset_trial: OptInt = None
     """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
@@ -313,6 +322,15 @@ class LoopConfig:
             raise ValueError(
                 f"agent_reset_at must lie in (0, 1) (a share of the iterations; None: never), "
                 f"got {self.agent_reset_at}"
+            )
+        if self.agent_reset_layers not in RESET_LAYERS:
+            raise ValueError(
+                f"unknown agent_reset_layers {self.agent_reset_layers!r}; choose from {list(RESET_LAYERS)}"
+            )
+        if self.agent_reset_layers != "all" and self.agent_reset_at is None:
+            raise ValueError(
+                f"agent_reset_layers={self.agent_reset_layers} says what the restart of agent_reset_at "
+                f"restarts: it needs agent_reset_at"
             )
         if self.tie_probe < 0:
             raise ValueError(f"tie_probe must be >= 0 (0: off), got {self.tie_probe}")

@@ -287,7 +287,9 @@ class PreferenceLoop:
             )
             if i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
                 m["agent/reset_from"] = float(self.env_steps)  # the replaced policy's copy
-                self.agent_step.reset(stream_seed(self.config.seed, "agent_reset"))
+                self.agent_step.reset(
+                    stream_seed(self.config.seed, "agent_reset"), self.config.agent_reset_layers
+                )
                 m["agent/reset"] = 1.0
             m.update(self._reset_trial(i))
             t0 = time.perf_counter()
