@@ -427,6 +427,7 @@ OLDER28 = "against-older-2026-11-28/"  # newest-vs-older forms and today's defau
 CONFIRM_ON = "-watch_against_older_confirm=True"  # the early queries until confirmed (removed)
 PROBE_ON = "-watch_older_probe=True"  # one newest-vs-older query a round (removed)
 RESET, RESET_ON = "agent-reset/", "-agent_reset_at=0.5"  # the agent restarted half-way, in their own folder
+HEADS_ON = "-agent_reset_layers=heads"  # the restart of the heads only (an on-policy agent's last layers)
 TRIAL_ON = "-agent_reset_trial=2"  # the restart as a trial, undone where the fresh agent is paid less
 RESET28 = "agent-reset-2026-11-28/"  # the same rows again on another machine (runs differ across machines)
 DOT200 = "prefrl/MovingDot-v0-ppo-oracle-200l-100000s"  # (its rows name fragment_length=10 after the restart)
@@ -805,6 +806,26 @@ COMPARISONS: dict[str, Comparison] = {
             ),
         ),
     ),
+    "dot-reset-heads": Comparison(
+        (
+            "row (PPO, 200 labels)",
+            "today's default: no restart (the entropy floor, lifted after the last query)",
+            "restarted half-way from fresh weights (`--loop agent_reset_at=0.5`; "
+            "before the floor, 2026-11-27)",
+            "restarted half-way, the heads only "
+            "(`--loop agent_reset_at=0.5 --loop agent_reset_layers=heads`)",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0, 100,000 steps, 10-step clips",
+                (
+                    DOT_LIFTED,
+                    RESET + DOT200 + RESET_ON + "-fragment_length=10",
+                    RESET + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
+                ),
+            ),
+        ),
+    ),
     "entropy-floor-states": Comparison(
         (
             "row (PPO; no floor on states by default)",
@@ -876,6 +897,13 @@ def atari_enduro_floor(res: Results) -> str:
     results under ``atari-enduro-floor-2026-11-28``), beside the same true-reward seed as the
     committed row."""
     return atari_table(res, "atari-enduro-floor-2026-11-28")
+
+
+def atari_coinrun_floor(res: Results) -> str:
+    """CoinRun's learned sides run again with the entropy floor, lifted after the last query
+    (today's defaults; ``atari.py``, its results under ``atari-coinrun-floor-2026-11-29``), beside
+    the same true-reward seeds as the pixel rows."""
+    return atari_table(res, "atari-coinrun-floor-2026-11-29")
 
 
 def atari_pong_floor(res: Results) -> str:
@@ -1230,6 +1258,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-pong-broad": atari_pong_broad,
     "atari-pong-floor": atari_pong_floor,
     "atari-enduro-floor": atari_enduro_floor,
+    "atari-coinrun-floor": atari_coinrun_floor,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
