@@ -12,7 +12,7 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
-from prefrl.agents.entropy_floor import EntropyFloor, max_entropy
+from prefrl.agents.entropy_floor import MIN_COEF, EntropyFloor, max_entropy
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.reward_signal import LearnedReward
@@ -90,7 +90,7 @@ def test_without_a_floor_ppo_stops_sampling_with_one_it_keeps_the_floor() -> Non
     agent = _agent()
     held = _entropy(agent, floor)
     assert held > 0.35 * math.log(4)
-    assert floor.coef > 0.01  # raised from nothing
+    assert floor.coef > 2 * MIN_COEF  # raised well above where it starts (its final value varies by machine)
 
 
 def test_the_bonus_never_falls_below_the_configured_one_and_comes_back_down() -> None:

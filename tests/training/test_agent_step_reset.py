@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -224,7 +225,7 @@ def test_heads_reset_is_validated() -> None:
     with pytest.raises(ValueError, match="needs agent_reset_at"):
         LoopConfig(agent_reset_layers="heads")
     with pytest.raises(ValueError, match="unknown agent_reset_layers"):
-        LoopConfig(agent_reset_at=0.5, agent_reset_layers="trunk")  # type: ignore[arg-type]
+        LoopConfig(agent_reset_at=0.5, agent_reset_layers=cast(Any, "trunk"))
     cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
                      agent_reset_at=0.5, agent_reset_layers="heads")  # fmt: skip
     with pytest.raises(ValueError, match="on-policy agents"):
