@@ -430,6 +430,7 @@ RESET, RESET_ON = "agent-reset/", "-agent_reset_at=0.5"  # the agent restarted h
 HEADS_ON = "-agent_reset_layers=heads"  # the restart of the heads only (an on-policy agent's last layers)
 TRIAL_ON = "-agent_reset_trial=2"  # the restart as a trial, undone where the fresh agent is paid less
 RESET28 = "agent-reset-2026-11-28/"  # the same rows again on another machine (runs differ across machines)
+RESET29 = "agent-reset-2026-11-29/"  # LunarLander-v3 again, on the machine of the heads-only restart
 DOT200 = "prefrl/MovingDot-v0-ppo-oracle-200l-100000s"  # (its rows name fragment_length=10 after the restart)
 LANDER = "LunarLander-v3-ppo-oracle-50l-100000s"  # PPO on LunarLander's discrete actions, chosen on nothing
 LANDER100 = "LunarLander-v3-ppo-oracle-100l-100000s"
@@ -796,7 +797,7 @@ COMPARISONS: dict[str, Comparison] = {
         ),
         (
             (
-                "prefrl/MovingDot-v0, 100,000 steps, 10-step clips",
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips (3 seeds)",
                 (
                     DOT_LIFTED,
                     TIMING + DOT200_CLIPS + "-initial_steps_per_label=0",
@@ -808,7 +809,7 @@ COMPARISONS: dict[str, Comparison] = {
     ),
     "dot-reset-heads": Comparison(
         (
-            "row (PPO, 200 labels)",
+            "row (PPO)",
             "today's default: no restart (the entropy floor, lifted after the last query)",
             "restarted half-way from fresh weights (`--loop agent_reset_at=0.5`; "
             "before the floor, 2026-11-27)",
@@ -817,12 +818,18 @@ COMPARISONS: dict[str, Comparison] = {
         ),
         (
             (
-                "prefrl/MovingDot-v0, 100,000 steps, 10-step clips",
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips (3 seeds)",
                 (
                     DOT_LIFTED,
                     RESET + DOT200 + RESET_ON + "-fragment_length=10",
                     RESET + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
                 ),
+            ),
+            (
+                "LunarLander-v3 (chosen on nothing), 50 labels, 100,000 steps (7 and 10 seeds, "
+                "2026-11-29, the machine of the heads-only rows; against the 10 true-reward runs "
+                "of the 2026-11-28 rows of the restart's table)",
+                (RESET29 + LANDER, None, RESET29 + LANDER + RESET_ON + HEADS_ON),
             ),
         ),
     ),
