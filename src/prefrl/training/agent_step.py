@@ -35,7 +35,7 @@ from prefrl.agents.sb3 import (
     resolve_min_entropy,
     save_replay_buffer,
 )
-from prefrl.training.config import LoopConfig
+from prefrl.training.config import LoopConfig, ResetLayers
 
 AgentLoader = Callable[[Path], Agent]
 """``agent_loader(path) -> agent``: the agent rebuilt from a checkpoint's ``policy.zip`` on the
@@ -135,7 +135,7 @@ class AgentStep:
             out["agent/ent_coef"] = float(getattr(self.agent, "ent_coef", math.nan))
         return out
 
-    def reset(self, seed: int, layers: str = "all") -> None:
+    def reset(self, seed: int, layers: ResetLayers = "all") -> None:
         """Give the agent fresh weights drawn from ``seed``; its step counter, environment and
         (off-policy) replay buffer stay (``agent_reset_at``). ``layers``: ``all`` (policy,
         critics, optimisers) or ``heads`` (``agent_reset_layers``: an on-policy agent's action

@@ -16,7 +16,8 @@ TRIAL_MAX = 6
 """The longest trial of a restart, in iterations (``agent_reset_trial``): the replaced policy
 must still be among the policies the restore keeps (the newest 8)."""
 
-RESET_LAYERS = ("all", "heads")
+ResetLayers = Literal["all", "heads"]  # what agent_reset_at redraws
+RESET_LAYERS: tuple[ResetLayers, ...] = ("all", "heads")
 """What ``agent_reset_at`` restarts: every weight, or an on-policy agent's last layers."""
 
 TIE_WARN = 0.5
@@ -159,7 +160,7 @@ class LoopConfig:
     LunarLander-v3 seeds, whose agents were still climbing when they were restarted, and with
     SAC it threw away HalfCheetah-v5's late recovery. Logged as agent/reset; the report says
     where. None: never."""
-    agent_reset_layers: Literal["all", "heads"] = "all"
+    agent_reset_layers: ResetLayers = "all"
     """What agent_reset_at restarts. all: every weight (policy, value function, optimiser).
     heads: only the last layers of an on-policy agent (the action and value heads; a Gaussian
     policy's log-std too) and its optimiser, keeping the layers that read the observation, as
