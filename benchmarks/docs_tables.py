@@ -439,6 +439,9 @@ LIFTED, KEPT = "-floor_after_queries=False", "-floor_after_queries=True"  # lift
 TIMING = "label-timing/"  # when the moving dot's labels come in, against the agent's steps
 DOT200_CLIPS = DOT200 + "-fragment_length=10"  # the 10-step clips of the 2-core budget, after the restart
 DOT_LIFTED = FLOOR + DOT200 + LIFTED + "-fragment_length=10"  # today's default on the dot (floor lifted)
+KW32 = '-env.kwargs={"size": 32}'  # the moving dot at 32 px
+DOT32 = "prefrl/MovingDot-v0-ppo-oracle-400l-50000s"  # at 400 labels and 50,000 steps
+DOT32_29 = "dot32-2026-11-29/" + DOT32  # its rows of 2026-11-29
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -830,6 +833,25 @@ COMPARISONS: dict[str, Comparison] = {
                 "2026-11-29, the machine of the heads-only rows; against the 10 true-reward runs "
                 "of the 2026-11-28 rows of the restart's table)",
                 (RESET29 + LANDER, None, RESET29 + LANDER + RESET_ON + HEADS_ON),
+            ),
+        ),
+    ),
+    "dot-32px": Comparison(
+        (
+            "row (PPO, 400 labels, 50,000 steps, 10-step clips)",
+            "the reward's training shortened to 10 epochs per update (`--loop trainer.epochs=10`)",
+            "today's default",
+            "restarted half-way, the heads only "
+            "(`--loop agent_reset_at=0.5 --loop agent_reset_layers=heads`)",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0 at 32 px (`--loop 'env.kwargs={\"size\": 32}'`)",
+                (
+                    "unnamed-check/" + DOT32 + KW32 + "-fragment_length=10-trainer.epochs=10",
+                    DOT32_29 + KW32 + "-fragment_length=10",
+                    DOT32_29 + RESET_ON + HEADS_ON + KW32 + "-fragment_length=10",
+                ),
             ),
         ),
     ),
