@@ -800,7 +800,7 @@ COMPARISONS: dict[str, Comparison] = {
         ),
         (
             (
-                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips (3 seeds)",
+                "prefrl/MovingDot-v0, 100,000 steps, 10-step clips",
                 (
                     DOT_LIFTED,
                     TIMING + DOT200_CLIPS + "-initial_steps_per_label=0",
