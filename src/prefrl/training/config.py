@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -17,7 +17,7 @@ TRIAL_MAX = 6
 must still be among the policies the restore keeps (the newest 8)."""
 
 ResetLayers = Literal["all", "heads"]  # what agent_reset_at redraws
-RESET_LAYERS: tuple[ResetLayers, ...] = ("all", "heads")
+RESET_LAYERS: tuple[ResetLayers, ...] = get_args(ResetLayers)
 """What ``agent_reset_at`` restarts: every weight, or an on-policy agent's last layers."""
 
 TIE_WARN = 0.5
