@@ -235,8 +235,9 @@ def run_true(task: str, seed: int, run: Path, steps: int) -> dict[str, Any]:
 
 def final_score(task: str, run: Path) -> dict[str, Any]:
     """The final policy of a finished run (``run/policy.zip``) over the game's ``final_episodes``
-    episodes (their own seeds, apart from the periodic evaluations'): ``{"episodes", "score"}``."""
-    from prefrl.agents.evaluate import evaluate_returns
+    episodes (their own seeds, apart from the periodic evaluations'): ``{"episodes", "score",
+    "ends"}``, ``ends`` counting how the episodes ended (:func:`episode_ends`)."""
+    from prefrl.agents.evaluate import evaluate_episodes
     from prefrl.agents.policy_io import load_agent
     from prefrl.agents.sb3 import make_vec_env
 
@@ -244,9 +245,24 @@ def final_score(task: str, run: Path) -> dict[str, Any]:
     venv = make_vec_env(t["env"], 1, t["env_kwargs"], seed=0)
     agent = load_agent(cfg.algo, run / "policy.zip", venv, backend=cfg.backend, config=cfg)
     n = int(t["final_episodes"])
-    score = float(evaluate_returns(t["env"], agent, n, seed=FINAL_SEED, env_kwargs=t["env_kwargs"]).mean())
+    batch = evaluate_episodes(t["env"], agent, n, seed=FINAL_SEED, env_kwargs=t["env_kwargs"])
     venv.close()
-    return {"episodes": n, "score": score}
+    ends = episode_ends(batch.episode_returns(), batch.terminated, batch.truncated)
+    return {"episodes": n, "score": float(batch.episode_returns().mean()), "ends": ends}
+
+
+def episode_ends(returns: Any, terminated: Any, truncated: Any) -> dict[str, int]:
+    """How ``[n]`` episodes ended: ``scored`` (terminated with a positive return: CoinRun's coin),
+    ``ended`` (terminated without: a CoinRun death, Pong's lost game) and ``time_limit``
+    (truncated)."""
+    import numpy as np
+
+    returns, terminated, truncated = np.asarray(returns), np.asarray(terminated), np.asarray(truncated)
+    return {
+        "scored": int((terminated & (returns > 0)).sum()),
+        "ended": int((terminated & (returns <= 0)).sum()),
+        "time_limit": int((truncated & ~terminated).sum()),
+    }
 
 
 def add_final_scores(out: Path, task: str) -> list[str]:
@@ -259,8 +275,10 @@ def add_final_scores(out: Path, task: str) -> list[str]:
         if result.name.endswith(".progress.json"):
             continue
         r = json.loads(result.read_text())
-        if r.get("final_eval", {}).get("episodes") == TASKS[task]["final_episodes"]:
-            continue
+        done_before = r.get("final_eval", {}).get("episodes") == TASKS[task]["final_episodes"]
+        policy = out / task / result.stem / "policy.zip"
+        if done_before and ("ends" in r["final_eval"] or not policy.exists()):
+            continue  # scored (a score from before ends were counted gets them where its policy is)
         r["final_eval"] = final_score(task, out / task / result.stem)
         write_json(result, r)
         done.append(result.stem)
@@ -599,7 +617,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--table", action="store_true", help="only print the table of the results found")
     p.add_argument("--final-eval", action="store_true",
                    help="with --task: evaluate the final policy of every finished run without a final "
-                        "evaluation (runs finished before it existed); written into its result")  # fmt: skip
+                        "evaluation, or without its count of how episodes ended (runs finished "
+                        "before either existed); written into its result")  # fmt: skip
     p.add_argument(
         "--copy-to",
         default=None,

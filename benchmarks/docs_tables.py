@@ -32,6 +32,7 @@ import importlib.util
 import json
 import math
 import re
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -935,6 +936,33 @@ def atari_coinrun_floor(res: Results) -> str:
     return atari_table(res, "atari-coinrun-floor-2026-11-29")
 
 
+COINRUN_ENDS = (
+    ("the entropy floor, lifted after the last query (today's default)", "atari-coinrun-floor-2026-11-29"),
+    ("the same, hidden ends as the next episode (`--set loop.hidden_end=next_episode`)",
+     "atari-coinrun-next-2026-11-29"),
+)  # fmt: skip
+"""CoinRun's learned sides whose final evaluations counted how episodes ended: (row, folder)."""
+
+
+def coinrun_ends(res: Results) -> str:
+    """How the final policies' CoinRun episodes ended (``atari.py``'s ``final_eval.ends``: a coin,
+    a death, a time limit), per learned run of each folder of :data:`COINRUN_ENDS` that exists."""
+    rows = []
+    for label, folder in COINRUN_ENDS:
+        runs = sorted((res.root / folder / "coinrun").glob("learned-seed*.json"))
+        evals = [json.loads(p.read_text()).get("final_eval", {}) for p in runs]
+        evals = [e for e in evals if "ends" in e]
+        if not evals:
+            continue
+        cells = [" / ".join(str(e["ends"][k]) for k in ("scored", "ended", "time_limit")) for e in evals]
+        deaths = [e["ends"]["ended"] / e["episodes"] for e in evals]
+        rows.append([label, ", ".join(cells), f"{statistics.median(deaths):.0%} (most {max(deaths):.0%})"])
+    head = ["learned side (PPO, 1,000 labels, 1M steps)",
+            "coins / deaths / time limits of 100 final episodes (seeds)",
+            "episodes ending in a death, median of seeds"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def atari_pong_floor(res: Results) -> str:
     """Pong's learned side with the entropy floor (``--agent.min-entropy auto``, today's default;
     its results under ``atari-pong-floor-2026-11-28``), beside the same true-reward seed as the
@@ -1288,6 +1316,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-pong-floor": atari_pong_floor,
     "atari-enduro-floor": atari_enduro_floor,
     "atari-coinrun-floor": atari_coinrun_floor,
+    "coinrun-ends": coinrun_ends,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,

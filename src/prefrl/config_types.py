@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal, get_args
 
 import tyro
 import tyro._strings
@@ -24,6 +24,12 @@ OptFloat = Annotated[float | None, tyro.conf.arg(metavar="FLOAT|None")]
 OptInts = Annotated[list[int] | None, tyro.conf.arg(metavar="INT [INT ...]|None")]
 OptFile = Annotated[str | None, tyro.conf.arg(metavar="FILE", help_behavior_hint="(optional)")]
 OptDir = Annotated[str | None, tyro.conf.arg(metavar="DIR", help_behavior_hint="(optional)")]
+
+HiddenEnd = Literal["truncation", "next_episode"]
+HIDDEN_ENDS: tuple[HiddenEnd, ...] = get_args(HiddenEnd)
+"""How a termination withheld from the agent (``--loop.hide-terminations``) reaches it: as a
+truncation, or not at all (its stream runs on into the next episode); shared by the loop's
+config and the learned-reward wrapper, which sit in different layers."""
 
 
 def _wrapped_as_paragraphs(join: Callable[[str], str]) -> Callable[[str], str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -158,3 +160,50 @@ def test_hidden_terminations_reach_the_agent_as_truncations_and_the_recorder_as_
         assert all(info.get("TimeLimit.truncated", False) == hide for info in ended)
         batch = rec.pop_episodes()
         assert batch is not None and batch.terminated.any()  # the recorder saw the fall either way
+
+
+def test_hidden_terminations_as_next_episode_run_the_agents_stream_on_and_keep_time_limits() -> None:
+    """hidden_end="next_episode": at a termination the agent sees no done, and the observation it
+    gets is the next episode's first frame (what it bootstraps from); the recorder still saw the
+    fall, and a time limit still reaches the agent as a truncated done."""
+    from prefrl.agents.recorder import TrajectoryRecorder
+    from prefrl.agents.sb3 import make_vec_env
+    from prefrl.training.config import LoopConfig
+
+    with pytest.raises(ValueError, match="it needs hide_terminations"):
+        LoopConfig(hidden_end="next_episode")  # nothing hidden: nothing to tell
+    assert LoopConfig(hide_terminations=True, hidden_end="next_episode").hidden_end == "next_episode"
+    with pytest.raises(ValueError, match="hidden_end"):
+        LearnedRewardVecEnv(
+            make_vec_env("CartPole-v1", 1, seed=0),
+            LearnedReward(MLPReward(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))),
+            True,
+            cast(Any, "restart"),
+        )
+    rec = TrajectoryRecorder(make_vec_env("CartPole-v1", 2, seed=0))
+    net = MLPReward(rec.observation_space, rec.action_space, ensemble_size=2)
+    venv = LearnedRewardVecEnv(rec, LearnedReward(net), hide_terminations=True, hidden_end="next_episode")
+    obs = np.asarray(venv.reset())
+    while True:  # random actions fell a pole within a few dozen steps
+        prev = obs
+        step = venv.step(np.array([venv.action_space.sample() for _ in range(2)]))
+        obs, dones, infos = np.asarray(step[0]), step[2], step[3]
+        ended = [i for i, info in enumerate(infos) if "terminal_observation" in info]
+        if ended:
+            break
+    assert not dones[ended].any()  # no done reached the agent
+    i = ended[0]
+    assert np.abs(obs[i]).max() <= 0.05  # a fresh episode's first frame (CartPole starts within ±0.05)
+    assert np.abs(infos[i]["terminal_observation"] - prev[i]).max() > 0  # not the frame it came from
+    batch = rec.pop_episodes()
+    assert batch is not None and batch.terminated.any()  # the recorder saw the fall
+    limited = LearnedRewardVecEnv(
+        make_vec_env("CartPole-v1", 1, {"max_episode_steps": 5}, seed=0),
+        LearnedReward(net),
+        hide_terminations=True,
+        hidden_end="next_episode",
+    )
+    limited.reset()
+    for _ in range(5):
+        _, _, dones, infos = limited.step(np.array([0]))
+    assert dones[0] and infos[0]["TimeLimit.truncated"]  # a time limit still ends the agent's episode

@@ -10,6 +10,7 @@ import numpy as np
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import discrete_on_images, make_env
+from prefrl.data.trajectories import TrajectoryBatch
 
 SAMPLED, DETERMINISTIC = "sampled", "deterministic"
 """The two ways a policy is evaluated (see :func:`samples_actions`)."""
@@ -57,6 +58,22 @@ def evaluate_returns(
     global one as it was. With ``video_dir``, each episode is also written as ``episode_<i>.mp4``
     there.
     """
+    batch = evaluate_episodes(env_id, agent, n_episodes, seed, env_kwargs, deterministic, video_dir, fps)
+    return batch.episode_returns()
+
+
+def evaluate_episodes(
+    env_id: str,
+    agent: Any = None,
+    n_episodes: int = 10,
+    seed: int = 10_000,
+    env_kwargs: dict[str, Any] | None = None,
+    deterministic: bool | None = None,
+    video_dir: str | Path | None = None,
+    fps: int = 30,
+) -> TrajectoryBatch:
+    """The episodes of :func:`evaluate_returns` (same arguments, same episodes): returns, and how
+    each ended (``terminated``, ``truncated``, ``lengths``, each ``[n_episodes]``)."""
     import torch
 
     env = make_env(env_id, env_kwargs, render=video_dir is not None)
@@ -82,7 +99,7 @@ def evaluate_returns(
         for i, ep in enumerate(batch):
             assert ep.infos is not None
             imageio.mimsave(out / f"episode_{i}.mp4", list(ep.infos["frames"]), fps=fps)
-    return batch.episode_returns()
+    return batch
 
 
 def train_on_true_reward(

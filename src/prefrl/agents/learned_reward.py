@@ -29,6 +29,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from prefrl.agents.reward_signal import LearnedReward
 from prefrl.agents.saved_reward import Normalize, check_spaces, load_learned_reward
+from prefrl.config_types import HIDDEN_ENDS, HiddenEnd
 from prefrl.data.arrays import Obs, obs_stack
 from prefrl.threads import set_threads
 
@@ -198,14 +199,26 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         ((2,), True)
     """
 
-    def __init__(self, venv: VecEnv, reward: LearnedReward, hide_terminations: bool = False) -> None:
+    def __init__(
+        self,
+        venv: VecEnv,
+        reward: LearnedReward,
+        hide_terminations: bool = False,
+        hidden_end: HiddenEnd = "truncation",
+    ) -> None:
         super().__init__(venv)
+        if hidden_end not in HIDDEN_ENDS:
+            raise ValueError(f"unknown hidden_end {hidden_end!r}; choose from {list(HIDDEN_ENDS)}")
         self.reward = reward
         self.hide_terminations = hide_terminations
-        """Report every termination to the agent as a truncation (``info["TimeLimit.truncated"]``),
-        so that it bootstraps from the last frame's value instead of the absorbing state's 0,
-        as the original work did on Atari (episode ends withheld from the agent): a learned
+        """Withhold every termination from the agent, as the original work did on Atari: a learned
         reward's level then cannot pay for ending episodes (dying) or for avoiding their end."""
+        self.hidden_end = hidden_end
+        """How a hidden termination reaches the agent. ``"truncation"``: as a time limit
+        (``info["TimeLimit.truncated"]``), so that it bootstraps from the last frame's value;
+        ``"next_episode"``: not at all (``done`` is ``False``), so that its stream runs on into
+        the next episode's first frame (the observation the environment returned) and it
+        bootstraps from there. The recorder below keeps the true flags either way."""
         self._obs: Any = None
         self._acts: np.ndarray | None = None
         self.reward_s = 0.0
@@ -250,8 +263,12 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         for i, info in enumerate(infos):
             info["true_reward"] = float(true_rews[i])
             info["learned_reward"] = float(raw[i])
-            if self.hide_terminations and terminal[i]:  # the recorder below kept the true flag
-                info["TimeLimit.truncated"] = True
+        if self.hide_terminations and terminal.any():  # the recorder below kept the true flags
+            if self.hidden_end == "truncation":
+                for k in np.flatnonzero(terminal):
+                    infos[k]["TimeLimit.truncated"] = True
+            else:  # the next episode's first frame (obs) follows on, as if nothing had ended
+                dones = np.where(terminal, False, dones)
         self._obs = obs
         return obs, rews.astype(np.float32), dones, infos
 

@@ -71,7 +71,9 @@ def train_on_saved_reward(cfg: TrainConfig) -> RunReport:
     torch.manual_seed(cfg.seed)
     run = prepare_run_dir(cfg)
     vec = make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed)
-    venv = LearnedRewardVecEnv(vec, reward, hide_terminations=cfg.loop.hide_terminations)
+    venv = LearnedRewardVecEnv(
+        vec, reward, hide_terminations=cfg.loop.hide_terminations, hidden_end=cfg.loop.hidden_end
+    )
     agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.random_steps)
     log_agent(agent, run)
     periodic = None

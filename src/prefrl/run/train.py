@@ -146,7 +146,9 @@ def build_run(cfg: TrainConfig) -> Run:
         make_vec_env(cfg.env.id, cfg.agent.n_envs, env_kwargs, cfg.seed, human), human
     )
     reward = LearnedReward(net)
-    venv = LearnedRewardVecEnv(recorder, reward, hide_terminations=cfg.loop.hide_terminations)
+    venv = LearnedRewardVecEnv(
+        recorder, reward, hide_terminations=cfg.loop.hide_terminations, hidden_end=cfg.loop.hidden_end
+    )
     if cfg.agent_path is not None:
         agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device, cfg.agent.backend)
     else:
@@ -275,8 +277,9 @@ def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
     """Train a new agent on the frozen final reward; returns its mean true return."""
     reward = LearnedReward(net)
     seed = stream_seed(cfg.seed, "fresh_agent")
+    vec = make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, seed)
     hide = cfg.loop.hide_terminations  # as the run's agent saw episode ends
-    venv = LearnedRewardVecEnv(make_vec_env(cfg.env.id, cfg.agent.n_envs, r.env_kwargs, seed), reward, hide)
+    venv = LearnedRewardVecEnv(vec, reward, hide, cfg.loop.hidden_end)
     agent = make_agent(cfg.agent, venv, seed=seed, learning_starts=cfg.loop.random_steps)
     if r.loop.reward is not None and not r.loop.reward.normalizer.center:
         reward.scale_only()  # as the run's agent saw it

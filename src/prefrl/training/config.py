@@ -8,7 +8,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from prefrl.config_types import OptBool, OptFloat, OptInt
+from prefrl.config_types import HIDDEN_ENDS, HiddenEnd, OptBool, OptFloat, OptInt
 from prefrl.selection.selectors import MEASURES
 from prefrl.training.schedules import SCHEDULES
 
@@ -137,6 +137,15 @@ class LoopConfig:
     clips, labels and reward still see the true terminations. As the original work on Atari
     (no episode-end signal to the agent). Also the agents of --reward-from and of
     --final-agent-steps."""
+    hidden_end: HiddenEnd = "truncation"
+    """What the agent is told at a hidden termination (with --loop.hide-terminations).
+    truncation: the episode was cut, so its value target bootstraps from the last frame's
+    value, as if the episode had gone on from there; an end costs the agent nothing, neither
+    a fall nor a death. next_episode: nothing ended, so the agent's stream runs on into the
+    next episode's first frame and its value target bootstraps from there, as an agent playing
+    on through a game over would: an end the reward's level does not pay for, but one that
+    costs what the agent would have earned had it lived on (a CoinRun death costs the coin).
+    Time limits stay truncations either way."""
     tie_exploration_stuck: bool = False
     """Explore (as tie_exploration) for an iteration also where labels preferring clips exist,
     but the newest 3 labels (some of this iteration) were ties while the reward puts the agent's newest steps
@@ -332,6 +341,13 @@ class LoopConfig:
             raise ValueError(
                 f"agent_reset_layers={self.agent_reset_layers} says what the restart of agent_reset_at "
                 f"restarts: it needs agent_reset_at"
+            )
+        if self.hidden_end not in HIDDEN_ENDS:
+            raise ValueError(f"unknown hidden_end {self.hidden_end!r}; choose from {list(HIDDEN_ENDS)}")
+        if self.hidden_end != "truncation" and not self.hide_terminations:
+            raise ValueError(
+                f"hidden_end={self.hidden_end} says how a hidden termination reaches the agent: "
+                "it needs hide_terminations"
             )
         if self.tie_probe < 0:
             raise ValueError(f"tie_probe must be >= 0 (0: off), got {self.tie_probe}")
