@@ -177,11 +177,23 @@ def test_a_finished_run_is_scored_by_its_final_policy_and_older_ones_can_be(
     result = tmp_path / "coinrun" / "true-seed0.json"
     r = json.loads(result.read_text())
     assert r["final_eval"]["episodes"] == 2 and 0.0 <= r["final_eval"]["score"] <= 10.0
+    ends = r["final_eval"]["ends"]  # how each episode ended: a coin, a death or the time limit
+    assert sum(ends.values()) == 2 and ends["scored"] * 10.0 / 2 == r["final_eval"]["score"]
     assert 0.1 < r["peak_memory_gib"] < 16  # what a run costs in memory, beside its wall time
     result.write_text(json.dumps({k: v for k, v in r.items() if k != "final_eval"}))
     assert at.main(["--task", "coinrun", "--final-eval", *out]) == 0
     again = json.loads(result.read_text())["final_eval"]
     assert again == r["final_eval"]  # the same policy over the same episodes
+    older = {**r, "final_eval": {k: v for k, v in r["final_eval"].items() if k != "ends"}}
+    result.write_text(json.dumps(older))  # scored before ends were counted: its policy is kept
+    assert at.main(["--task", "coinrun", "--final-eval", *out]) == 0
+    assert json.loads(result.read_text())["final_eval"] == r["final_eval"]
+
+
+def test_episode_ends_tell_a_score_a_plain_end_and_a_time_limit_apart() -> None:
+    at = _atari()
+    ends = at.episode_ends([10.0, 0.0, 0.0, 0.0], [True, True, False, True], [False, False, True, False])
+    assert ends == {"scored": 1, "ended": 2, "time_limit": 1}
 
 
 def test_an_ablation_changes_one_option_of_the_learned_side_and_its_children_get_it(
