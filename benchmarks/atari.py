@@ -233,17 +233,18 @@ def run_true(task: str, seed: int, run: Path, steps: int) -> dict[str, Any]:
     }
 
 
-def final_score(task: str, run: Path) -> dict[str, Any]:
-    """The final policy of a finished run (``run/policy.zip``) over the game's ``final_episodes``
-    episodes (their own seeds, apart from the periodic evaluations'): ``{"episodes", "score",
-    "ends"}``, ``ends`` counting how the episodes ended (:func:`episode_ends`)."""
+def final_score(task: str, run: Path, policy: Path | None = None) -> dict[str, Any]:
+    """The final policy of a finished run (``run/policy.zip``, or ``policy``) over the game's
+    ``final_episodes`` episodes (their own seeds, apart from the periodic evaluations'):
+    ``{"episodes", "score", "ends"}``, ``ends`` counting how the episodes ended
+    (:func:`episode_ends`)."""
     from prefrl.agents.evaluate import evaluate_episodes
     from prefrl.agents.policy_io import load_agent
     from prefrl.agents.sb3 import make_vec_env
 
     t, cfg = TASKS[task], agent_config()
     venv = make_vec_env(t["env"], 1, t["env_kwargs"], seed=0)
-    agent = load_agent(cfg.algo, run / "policy.zip", venv, backend=cfg.backend, config=cfg)
+    agent = load_agent(cfg.algo, policy or run / "policy.zip", venv, backend=cfg.backend, config=cfg)
     n = int(t["final_episodes"])
     batch = evaluate_episodes(t["env"], agent, n, seed=FINAL_SEED, env_kwargs=t["env_kwargs"])
     venv.close()
@@ -282,6 +283,27 @@ def add_final_scores(out: Path, task: str) -> list[str]:
         r["final_eval"] = final_score(task, out / task / result.stem)
         write_json(result, r)
         done.append(result.stem)
+    return done
+
+
+def add_stopped_scores(out: Path, task: str) -> list[str]:
+    """Score the newest checkpoint of every learned run of ``task`` under ``out`` that was stopped
+    before it finished (no result file), as a finished run's final policy is scored, into
+    ``<run>.stopped.json`` (``{"seed", "env_steps", "checkpoint", "final_eval"}``); the runs scored."""
+    from prefrl.storage.checkpoint import write_json
+
+    done = []
+    for run in sorted(p for p in (out / task).glob("learned-seed*") if p.is_dir()):
+        latest = run / "checkpoints" / "LATEST"
+        if (out / task / f"{run.name}.json").exists() or not latest.exists():
+            continue
+        ckpt = run / "checkpoints" / latest.read_text().strip()
+        state = json.loads((ckpt / "state.json").read_text())
+        write_json(out / task / f"{run.name}.stopped.json", {
+            "seed": int(run.name.rsplit("seed", 1)[1]), "env_steps": int(state["env_steps"]),
+            "checkpoint": ckpt.name, "final_eval": final_score(task, run, ckpt / "policy.zip"),
+        })  # fmt: skip
+        done.append(run.name)
     return done
 
 
@@ -473,6 +495,8 @@ def summarize(out: Path, copy_to: Path | None) -> dict[str, Any]:
                         (copy_to / task / f"{name}.progress.json").unlink(missing_ok=True)
                     else:
                         write_json(copy_to / task / f"{name}.progress.json", {"seed": seed, **r})
+                    if (stopped := root / f"{name}.stopped.json").exists():
+                        (copy_to / task / stopped.name).write_bytes(stopped.read_bytes())
             plot(task, table[task], copy_to / task / f"{task}.png")
     return table
 
@@ -619,6 +643,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --task: evaluate the final policy of every finished run without a final "
                         "evaluation, or without its count of how episodes ended (runs finished "
                         "before either existed); written into its result")  # fmt: skip
+    p.add_argument("--stopped-eval", action="store_true",
+                   help="with --task: score the newest checkpoint of every learned run stopped before "
+                        "it finished, as a final policy is scored (into <run>.stopped.json)")  # fmt: skip
     p.add_argument(
         "--copy-to",
         default=None,
@@ -635,6 +662,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.final_eval:
         print("final evaluations:", ", ".join(add_final_scores(Path(a.out), a.task)) or "none needed")
+        return 0
+    if a.stopped_eval:
+        print("stopped runs scored:", ", ".join(add_stopped_scores(Path(a.out), a.task)) or "none")
         return 0
     if a.side is not None:
         a.seed = 0 if a.seed is None else a.seed

@@ -946,21 +946,32 @@ COINRUN_ENDS = (
 
 def coinrun_ends(res: Results) -> str:
     """How the final policies' CoinRun episodes ended (``atari.py``'s ``final_eval.ends``: a coin,
-    a death, a time limit), per learned run of each folder of :data:`COINRUN_ENDS` that exists."""
+    a death, a time limit), per learned run of each folder of :data:`COINRUN_ENDS` that exists; a
+    run stopped before it finished by its newest checkpoint's policy (``--stopped-eval``)."""
     rows = []
     for label, folder in COINRUN_ENDS:
-        runs = sorted((res.root / folder / "coinrun").glob("learned-seed*.json"))
-        evals = [json.loads(p.read_text()).get("final_eval", {}) for p in runs]
-        evals = [e for e in evals if "ends" in e]
+        root = res.root / folder / "coinrun"
+        finished = [json.loads(p.read_text()) for p in sorted(root.glob("learned-seed[0-9].json"))]
+        stopped = [json.loads(p.read_text()) for p in sorted(root.glob("learned-seed*.stopped.json"))]
+        evals = [(r["final_eval"], "") for r in finished if "ends" in r.get("final_eval", {})]
+        evals += [(r["final_eval"], f" (stopped, {r['env_steps'] // 1000}k steps)") for r in stopped]
         if not evals:
             continue
-        cells = [" / ".join(str(e["ends"][k]) for k in ("scored", "ended", "time_limit")) for e in evals]
-        deaths = [e["ends"]["ended"] / e["episodes"] for e in evals]
-        rows.append([label, ", ".join(cells), f"{statistics.median(deaths):.0%} (most {max(deaths):.0%})"])
+        kinds = ("scored", "ended", "time_limit")  # a coin, a death, the time limit
+        ends = [" / ".join(str(e["ends"][k]) for k in kinds) + at for e, at in evals]
+        share = {k: statistics.median(e["ends"][k] / e["episodes"] for e, _ in evals) for k in kinds[1:]}
+        rows.append([label, ", ".join(ends), f"{share['ended']:.0%} / {share['time_limit']:.0%}"])
     head = ["learned side (PPO, 1,000 labels, 1M steps)",
             "coins / deaths / time limits of 100 final episodes (seeds)",
-            "episodes ending in a death, median of seeds"]  # fmt: skip
+            "deaths / time limits, median of seeds"]  # fmt: skip
     return markdown_table(head, rows)
+
+
+def atari_coinrun_next(res: Results) -> str:
+    """CoinRun's learned sides with hidden ends told as the next episode (``atari.py --set
+    loop.hidden_end=next_episode``, its results under ``atari-coinrun-next-2026-11-29``; stopped
+    part-way), beside the same true-reward seeds as the pixel rows."""
+    return atari_table(res, "atari-coinrun-next-2026-11-29")
 
 
 def atari_pong_floor(res: Results) -> str:
@@ -1317,6 +1328,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-enduro-floor": atari_enduro_floor,
     "atari-coinrun-floor": atari_coinrun_floor,
     "coinrun-ends": coinrun_ends,
+    "atari-coinrun-next": atari_coinrun_next,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,

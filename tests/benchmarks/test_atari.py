@@ -236,3 +236,40 @@ def test_an_ablations_table_names_the_options_its_learned_side_ran_with(tmp_path
     game = "| ALE/Pong-v5 (learned side: `loop.agent_reset_at=0.3`, `loop.initial_steps_per_label=100`) |"
     assert game in md
     assert "Training time of each finished run: ALE/Pong-v5 learned side 1.5 h, at most 5.2 GiB." in md
+
+
+def test_a_stopped_learned_run_is_scored_by_its_newest_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--stopped-eval: a learned run stopped part-way (no result file) gets its newest
+    checkpoint's policy scored as a final policy is, into <run>.stopped.json, and the table's
+    copy keeps it; a finished run is left alone."""
+    pytest.importorskip("procgen", reason="needs the Procgen extra")
+    from prefrl.agents.policy_io import save_agent
+    from prefrl.agents.sb3 import make_agent, make_vec_env
+
+    at = _atari()
+    monkeypatch.setitem(at.TASKS["coinrun"], "final_episodes", 2)
+    root = tmp_path / "coinrun"
+    t, cfg = at.TASKS["coinrun"], at.agent_config()
+    venv = make_vec_env(t["env"], 1, t["env_kwargs"], seed=0)
+    for seed, newest in ((0, "iter_000003"), (1, "iter_000001")):
+        for it in ("iter_000001", newest):
+            ckpt = root / f"learned-seed{seed}" / "checkpoints" / it
+            ckpt.mkdir(parents=True, exist_ok=True)
+            save_agent(make_agent(cfg, venv, seed=seed), ckpt / "policy.zip", cfg)
+            (ckpt / "state.json").write_text(json.dumps({"env_steps": 1000 * int(it[-1])}))
+        (root / f"learned-seed{seed}" / "checkpoints" / "LATEST").write_text(newest)
+        (root / f"learned-seed{seed}" / "evaluations.csv").write_text("step,true_return\n50000,4.0\n")
+    venv.close()
+    (root / "learned-seed1.json").write_text(json.dumps({"evaluations": [[50_000, 4.0]]}))  # finished
+    assert at.main(["--task", "coinrun", "--stopped-eval", "--out", str(tmp_path)]) == 0
+    stopped = json.loads((root / "learned-seed0.stopped.json").read_text())
+    assert stopped["seed"] == 0 and stopped["env_steps"] == 3000 and stopped["checkpoint"] == "iter_000003"
+    ev = stopped["final_eval"]
+    assert ev["episodes"] == 2 and sum(ev["ends"].values()) == 2 and ev["score"] == 5.0 * ev["ends"]["scored"]
+    assert not (root / "learned-seed1.stopped.json").exists()
+    (root / "random.json").write_text(json.dumps({"random_return": 5.0}))
+    (root / "learned-seed1.json").unlink()
+    at.summarize(tmp_path, tmp_path / "copy")
+    assert json.loads((tmp_path / "copy" / "coinrun" / "learned-seed0.stopped.json").read_text()) == stopped
