@@ -940,6 +940,8 @@ COINRUN_ENDS = (
     ("the entropy floor, lifted after the last query (today's default)", "atari-coinrun-floor-2026-11-29"),
     ("the same, hidden ends as the next episode (`--set loop.hidden_end=next_episode`)",
      "atari-coinrun-next-2026-11-29"),
+    ("the same, and the reward reads the end flag (`--set reward.use_done=true`; seeds 1 and 2)",
+     "atari-coinrun-next-done-2026-11-29"),
 )  # fmt: skip
 """CoinRun's learned sides whose final evaluations counted how episodes ended: (row, folder)."""
 
