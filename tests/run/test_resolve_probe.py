@@ -58,8 +58,8 @@ def test_a_run_makes_its_environment_once_before_the_ones_it_trains_on(tmp_path:
     # the probe (spaces and the random rollout that picks the reward's output), the loop's side
     # environment, the agent's 2 training environments; then the final evaluation of the policy
     # and of random actions, and the fresh clips of the held-out reward accuracy
-    assert BUILT == ["probe_env", "build_run", "make_vec_env", "make_vec_env", "evaluate_returns",
-                     "evaluate_returns", "reward_accuracy"]  # fmt: skip
+    assert BUILT == ["probe_env", "build_run", "make_vec_env", "make_vec_env", "evaluate_episodes",
+                     "evaluate_episodes", "reward_accuracy"]  # fmt: skip
     conf = json.loads((run / "config.json").read_text())
     assert conf["reward"]["output"] == "linear"  # the probe's rollout: random swings never terminate
     assert conf["loop"]["initial_steps_per_label"] == 100 and conf["agent"]["algo"] == "sac"
@@ -68,5 +68,5 @@ def test_a_run_makes_its_environment_once_before_the_ones_it_trains_on(tmp_path:
     BUILT.clear()  # an agent on the finished run's reward: its environment, probed once as well
     more = ["--loop.total-steps", "300", "--eval-episodes", "1", "--no-page", "--no-progress"]
     assert main(["train", "--reward-from", str(run), "--run-dir", str(tmp_path / "f"), *more]) == 0
-    assert Counter(BUILT) == {"probe_env": 1, "make_vec_env": 1, "evaluate_returns": 2, "reward_accuracy": 1}
+    assert Counter(BUILT) == {"probe_env": 1, "make_vec_env": 1, "evaluate_episodes": 2, "reward_accuracy": 1}
     assert BUILT[0] == "probe_env"
