@@ -942,6 +942,8 @@ COINRUN_ENDS = (
      "atari-coinrun-next-2026-11-29"),
     ("the same, and the reward reads the end flag (`--set reward.use_done=true`; seeds 1 and 2)",
      "atari-coinrun-next-done-2026-11-29"),
+    ("today's default, the reward reading the end flag (`--set reward.use_done=true`; seeds 1 and 2)",
+     "atari-coinrun-usedone-2026-11-29"),
 )  # fmt: skip
 """CoinRun's learned sides whose final evaluations counted how episodes ended: (row, folder)."""
 
@@ -974,6 +976,13 @@ def atari_coinrun_next(res: Results) -> str:
     loop.hidden_end=next_episode``, its results under ``atari-coinrun-next-2026-11-29``; stopped
     part-way), beside the same true-reward seeds as the pixel rows."""
     return atari_table(res, "atari-coinrun-next-2026-11-29")
+
+
+def atari_coinrun_usedone(res: Results) -> str:
+    """CoinRun's learned sides whose reward reads the end flag (``atari.py --set
+    reward.use_done=true``, its results under ``atari-coinrun-usedone-2026-11-29``), beside the
+    same true-reward seeds as the pixel rows."""
+    return atari_table(res, "atari-coinrun-usedone-2026-11-29")
 
 
 def atari_pong_floor(res: Results) -> str:
@@ -1331,6 +1340,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-coinrun-floor": atari_coinrun_floor,
     "coinrun-ends": coinrun_ends,
     "atari-coinrun-next": atari_coinrun_next,
+    "atari-coinrun-usedone": atari_coinrun_usedone,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
