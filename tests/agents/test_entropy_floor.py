@@ -81,16 +81,31 @@ def test_max_entropy_of_discrete_spaces_and_none_for_continuous() -> None:
         max_entropy(spaces.Box(-1, 1, (2,)))
 
 
+class _TracedFloor(EntropyFloor):
+    """An entropy floor that keeps the bonus it set after every update."""
+
+    def __init__(self, share: float, base: float) -> None:
+        super().__init__(share, base)
+        self.trace: list[float] = []
+
+    def _on_rollout_start(self) -> None:
+        super()._on_rollout_start()
+        self.trace.append(self.coef)
+
+
 def test_without_a_floor_ppo_stops_sampling_with_one_it_keeps_the_floor() -> None:
     """On a reward paying one action, PPO's entropy falls near 0; with a floor of half the
     maximum (ln 4 here), it stays about the floor, and the bonus it raised shows it."""
     free = _entropy(_agent(), None)
     assert free < 0.1 * math.log(4)
-    floor = EntropyFloor(0.5, base=0.0)
+    floor = _TracedFloor(0.5, base=0.0)
     agent = _agent()
     held = _entropy(agent, floor)
     assert held > 0.35 * math.log(4)
-    assert floor.coef > 2 * MIN_COEF  # raised well above where it starts (its final value varies by machine)
+    # The bonus was raised well above where it starts. Its value after the last update swings
+    # with the entropy around the floor (1.99e-3 on one machine, far more on another), so the
+    # test reads the largest bonus it set over the run.
+    assert max(floor.trace) > 10 * MIN_COEF
 
 
 def test_the_bonus_never_falls_below_the_configured_one_and_comes_back_down() -> None:
