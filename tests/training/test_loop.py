@@ -30,7 +30,8 @@ def build(loop_cfg: LoopConfig, algo: str = "sac", teacher=None, env_id: str = "
     net = MLPReward(rec.observation_space, rec.action_space, hidden=(16, 16), ensemble_size=2)
     reward = LearnedReward(net)
     cfg = AgentConfig(algo=algo, net_arch=[16, 16], batch_size=32, n_steps=64)
-    agent = make_agent(cfg, LearnedRewardVecEnv(rec, reward), learning_starts=loop_cfg.random_steps)
+    venv = LearnedRewardVecEnv(rec, reward, loop_cfg.hide_terminations, loop_cfg.hidden_end)
+    agent = make_agent(cfg, venv, learning_starts=loop_cfg.random_steps)
     trainer = RewardTrainer(net, RewardTrainerConfig(epochs=2))
     return PreferenceLoop(loop_cfg, net, trainer, teacher or SyntheticTeacher("oracle"), agent=agent,
                           recorder=rec, reward=reward, side_env=make_env(env_id), run_dir=tmp)  # fmt: skip
@@ -152,6 +153,26 @@ def test_terminating_env_runs_with_absorbing_clips() -> None:
     loop.run()
     frags = loop.dataset.fragments
     assert frags is not None and frags.arrays().dones.any(1).all()
+
+
+def test_hidden_ends_can_keep_the_agents_reward_centred() -> None:
+    """With terminations hidden from the agent, center_hidden_ends keeps taking the running mean
+    off its reward after CartPole's falls (the recipe's default switches to scale only there)."""
+    cfg = LoopConfig(total_steps=600, total_labels=4, iterations=2, initial_steps=300, fragment_length=30,
+                     hide_terminations=True)  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    loop.run()
+    assert not loop.reward.normalizer.center  # told no end, but scale only all the same
+    loop = build(dataclasses.replace(cfg, center_hidden_ends=True), algo="ppo", env_id="CartPole-v1")
+    loop.run()
+    norm = loop.reward.normalizer
+    assert norm.center and norm.count > 0 and norm.mean != 0.0
+    obs = np.stack([loop.side_env.observation_space.sample() for _ in range(8)])
+    acts, dones = np.zeros(8, np.int64), np.zeros(8, bool)
+    paid, raw = loop.reward(obs, acts, obs, dones)  # what the agent is paid for these steps
+    np.testing.assert_allclose(paid, (raw - norm.mean) / norm.std, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="needs hide_terminations"):
+        LoopConfig(center_hidden_ends=True)
 
 
 def test_clips_longer_than_every_episode_are_shortened_before_the_first_label(capsys) -> None:

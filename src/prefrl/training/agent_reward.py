@@ -75,9 +75,11 @@ class AgentReward:
         """Once an episode has terminated, normalise the agent's reward by scale only.
 
         The reward is measured from the absorbing state's (see :class:`LearnedReward`);
-        shifting it would decide by accident whether the agent wants episodes to end.
+        shifting it would decide by accident whether the agent wants episodes to end. Not with
+        ``center_hidden_ends`` (the agent is told no end, so a shift decides nothing).
         """
-        if self.reward.normalizer.center and batch.terminated.any():
+        keep_center = self.config.hide_terminations and self.config.center_hidden_ends
+        if self.reward.normalizer.center and batch.terminated.any() and not keep_center:
             self.reward.scale_only()
 
     @contextmanager

@@ -146,6 +146,15 @@ class LoopConfig:
     on through a game over would: an end the reward's level does not pay for, but one that
     costs what the agent would have earned had it lived on (a CoinRun death costs the coin).
     Time limits stay truncations either way."""
+    center_hidden_ends: bool = False
+    """With --loop.hide-terminations: keep the agent's reward centred (its running mean taken
+    off) after episodes have terminated, instead of normalising it by scale only from the first
+    termination on. Scale only keeps an absorbing state worth 0, which matters where the agent
+    is told an end; told none, the reward's level pays neither for ending nor for avoiding an
+    end, and centring only keeps the agent's value targets near 0 rather than at the level's
+    level / (1 - gamma), which its value head must re-learn after every reward update (CoinRun's
+    learned rewards put the agent's steps 0.4 to 1.8 per-step stds below the absorbing state).
+    Also the agents of --final-agent-steps; --reward-from reads the run's normaliser."""
     tie_exploration_stuck: bool = False
     """Explore (as tie_exploration) for an iteration also where labels preferring clips exist,
     but the newest 3 labels (some of this iteration) were ties while the reward puts the agent's newest steps
@@ -348,6 +357,11 @@ class LoopConfig:
             raise ValueError(
                 f"hidden_end={self.hidden_end} says how a hidden termination reaches the agent: "
                 "it needs hide_terminations"
+            )
+        if self.center_hidden_ends and not self.hide_terminations:
+            raise ValueError(
+                "center_hidden_ends keeps the agent's reward centred where it is told no episode "
+                "end: it needs hide_terminations"
             )
         if self.tie_probe < 0:
             raise ValueError(f"tie_probe must be >= 0 (0: off), got {self.tie_probe}")
