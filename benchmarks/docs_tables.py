@@ -944,6 +944,8 @@ COINRUN_ENDS = (
      "atari-coinrun-next-done-2026-11-29"),
     ("today's default, the reward reading the end flag (`--set reward.use_done=true`; seeds 1 and 2)",
      "atari-coinrun-usedone-2026-11-29"),
+    ("today's default, the agent's reward kept centred (`--set loop.center_hidden_ends=true`; seeds 0 and 1)",
+     "atari-coinrun-center-2026-11-29"),
 )  # fmt: skip
 """CoinRun's learned sides whose final evaluations counted how episodes ended: (row, folder)."""
 
@@ -983,6 +985,13 @@ def atari_coinrun_usedone(res: Results) -> str:
     reward.use_done=true``, its results under ``atari-coinrun-usedone-2026-11-29``), beside the
     same true-reward seeds as the pixel rows."""
     return atari_table(res, "atari-coinrun-usedone-2026-11-29")
+
+
+def atari_coinrun_center(res: Results) -> str:
+    """CoinRun's learned sides whose agent's reward stays centred where it is told no episode
+    end (``atari.py --set loop.center_hidden_ends=true``, its results under
+    ``atari-coinrun-center-2026-11-29``), beside the same true-reward seeds as the pixel rows."""
+    return atari_table(res, "atari-coinrun-center-2026-11-29")
 
 
 def atari_pong_floor(res: Results) -> str:
@@ -1341,6 +1350,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "coinrun-ends": coinrun_ends,
     "atari-coinrun-next": atari_coinrun_next,
     "atari-coinrun-usedone": atari_coinrun_usedone,
+    "atari-coinrun-center": atari_coinrun_center,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
