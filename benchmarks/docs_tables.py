@@ -946,6 +946,8 @@ COINRUN_ENDS = (
      "atari-coinrun-usedone-2026-11-29"),
     ("today's default, the agent's reward kept centred (`--set loop.center_hidden_ends=true`; seeds 0 and 1)",
      "atari-coinrun-center-2026-11-29"),
+    ("hidden ends as the next episode, the agent's reward kept centred (both `--set`s; seeds 1 and 2)",
+     "atari-coinrun-next-center-2026-11-29"),
 )  # fmt: skip
 """CoinRun's learned sides whose final evaluations counted how episodes ended: (row, folder)."""
 
@@ -992,6 +994,14 @@ def atari_coinrun_center(res: Results) -> str:
     end (``atari.py --set loop.center_hidden_ends=true``, its results under
     ``atari-coinrun-center-2026-11-29``), beside the same true-reward seeds as the pixel rows."""
     return atari_table(res, "atari-coinrun-center-2026-11-29")
+
+
+def atari_coinrun_next_center(res: Results) -> str:
+    """CoinRun's learned sides with hidden ends told as the next episode and the agent's reward
+    kept centred (``atari.py --set loop.hidden_end=next_episode --set
+    loop.center_hidden_ends=true``, its results under ``atari-coinrun-next-center-2026-11-29``),
+    beside the same true-reward seeds as the pixel rows."""
+    return atari_table(res, "atari-coinrun-next-center-2026-11-29")
 
 
 def atari_pong_floor(res: Results) -> str:
@@ -1351,6 +1361,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-coinrun-next": atari_coinrun_next,
     "atari-coinrun-usedone": atari_coinrun_usedone,
     "atari-coinrun-center": atari_coinrun_center,
+    "atari-coinrun-next-center": atari_coinrun_next_center,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
