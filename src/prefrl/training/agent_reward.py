@@ -78,7 +78,7 @@ class AgentReward:
         shifting it would decide by accident whether the agent wants episodes to end. Not with
         ``center_hidden_ends`` (the agent is told no end, so a shift decides nothing).
         """
-        keep_center = self.config.hide_terminations and self.config.center_hidden_ends
+        keep_center = self.config.center_hidden_ends  # validated to come with hide_terminations
         if self.reward.normalizer.center and batch.terminated.any() and not keep_center:
             self.reward.scale_only()
 
