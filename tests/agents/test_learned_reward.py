@@ -90,6 +90,33 @@ def test_normalizer_state_roundtrip() -> None:
     np.testing.assert_allclose(a(x), b(x))
 
 
+def test_a_median_shift_makes_the_typical_reward_zero_however_skewed_the_rest() -> None:
+    """A skewed reward (most steps -1, a few +20, as a coin among plain steps): the mean shift
+    pays the typical step below 0, the median shift pays it 0, at the same scale; the median
+    is the one of the last reset, kept through later batches and through a checkpoint."""
+    x = np.concatenate([np.full(95, -1.0), np.full(5, 20.0)])
+    mean, median = RewardNormalizer(), RewardNormalizer(shift="median")
+    mean.reset_to(x)
+    median.reset_to(x)
+    assert mean(np.array([-1.0]))[0] < -0.2 and median(np.array([-1.0]))[0] == pytest.approx(0.0)
+    assert median.std == pytest.approx(mean.std) and median(np.array([20.0]))[0] > 4.0
+    median.update(np.full(100, 5.0))  # folded into the scale; the shift stays the reset's median
+    assert median.median == -1.0 and median.mean > 1.0
+    again = RewardNormalizer()
+    again.load_state_dict(median.state_dict())
+    np.testing.assert_allclose(again(x), median(x))
+    old = {k: v for k, v in median.state_dict().items() if k not in ("shift", "median")}
+    again.load_state_dict(old)  # saved before the median shift existed: the mean, as then
+    assert again.shift == "mean"
+    fresh = RewardNormalizer(shift="median")
+    fresh.update(np.array([3.0, 1.0, 2.0]))  # never reset: the first batch's median
+    assert fresh.median == 2.0
+    with pytest.raises(ValueError, match="unknown reward shift 'mode'"):
+        RewardNormalizer(shift="mode")
+    with pytest.raises(ValueError, match="unknown reward shift 'mode' in a saved normaliser"):
+        again.load_state_dict({**old, "shift": "mode"})
+
+
 def test_fast_path_gives_the_networks_rewards_and_follows_refresh() -> None:
     """The per-step NumPy path equals the network (mean minus the absorbing reward), and after
     a weight change it is stale until refresh() -- the loop calls it after every update."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -173,6 +173,28 @@ def test_hidden_ends_can_keep_the_agents_reward_centred() -> None:
     np.testing.assert_allclose(paid, (raw - norm.mean) / norm.std, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="needs hide_terminations"):
         LoopConfig(center_hidden_ends=True)
+
+
+def test_an_end_worth_the_median_step_keeps_the_agents_reward_centred_on_it() -> None:
+    """end_value=median: after CartPole's falls, which the agent is told, its reward stays
+    centred, on the median of its steps under the newest reward rather than on the absorbing
+    state (which the default's scale-only normalisation keeps at 0)."""
+    cfg = LoopConfig(total_steps=600, total_labels=4, iterations=2, initial_steps=300, fragment_length=30,
+                     end_value="median")  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    loop.run()
+    norm = loop.reward.normalizer
+    assert norm.center and norm.shift == "median" and norm.count > 0 and norm.median != norm.mean
+    obs = np.stack([loop.side_env.observation_space.sample() for _ in range(8)])
+    acts, dones = np.zeros(8, np.int64), np.zeros(8, bool)
+    paid, raw = loop.reward(obs, acts, obs, dones)  # what the agent is paid for these steps
+    np.testing.assert_allclose(paid, (raw - norm.median) / norm.std, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="end_value=median says what an episode end"):
+        LoopConfig(end_value="median", hide_terminations=True)
+    with pytest.raises(ValueError, match="end_value=mean says what an episode end"):
+        LoopConfig(end_value="mean", normalize_reward=False)
+    with pytest.raises(ValueError, match="unknown end_value 'never'"):
+        LoopConfig(end_value=cast(Any, "never"))
 
 
 def test_clips_longer_than_every_episode_are_shortened_before_the_first_label(capsys) -> None:

@@ -18,6 +18,9 @@ from torch import nn
 
 T = TypeVar("T", float, torch.Tensor)
 
+SHIFTS = ("mean", "median")
+"""What :class:`RewardNormalizer` takes off a centred reward."""
+
 
 def merge_moments(mean: T, var: T, count: T, b_mean: T, b_var: T, n: float) -> tuple[T, T, T]:
     """``(mean, var, count)`` after folding in a batch of ``n`` values with moments ``b_mean, b_var``.
@@ -83,24 +86,36 @@ class RewardNormalizer:
     stays zero. Environments that can terminate need that, because there the reward's
     level relative to the absorbing state (anchored at 0) decides whether the agent wants
     episodes to go on or to end; a shift would change that decision.
+
+    With ``shift="median"`` a centred reward is shifted by the median of the values it was
+    last reset to (:meth:`reset_to`; before that, of the first batch folded in) instead of
+    the running mean, still scaled by the running std: the typical value becomes 0 however
+    skewed the rest is (the loop's ``end_value="median"``).
     """
 
-    def __init__(self, eps: float = 1e-8, clip: float = 10.0, center: bool = True) -> None:
+    def __init__(
+        self, eps: float = 1e-8, clip: float = 10.0, center: bool = True, shift: str = "mean"
+    ) -> None:
+        if shift not in SHIFTS:
+            raise ValueError(f"unknown reward shift {shift!r}; choose from {list(SHIFTS)}")
         self.mean, self.var, self.count = 0.0, 1.0, 0.0
-        self.eps, self.clip, self.center = eps, clip, center
+        self.median = 0.0
+        self.eps, self.clip, self.center, self.shift = eps, clip, center, shift
 
     def update(self, x: np.ndarray) -> None:
         """Fold rewards ``x`` (any shape) into the statistics."""
         x = np.asarray(x, dtype=np.float64).ravel()
         if len(x) == 0:
             return
+        if self.count == 0:
+            self.median = float(np.median(x))
         self.mean, self.var, self.count = merge_moments(
             self.mean, self.var, self.count, float(x.mean()), float(x.var()), float(len(x))
         )
 
     def reset_to(self, x: np.ndarray) -> None:
         """Forget the past and take the statistics of ``x`` (after the reward changed)."""
-        self.mean, self.var, self.count = 0.0, 1.0, 0.0
+        self.mean, self.var, self.count, self.median = 0.0, 1.0, 0.0, 0.0
         self.update(x)
 
     @property
@@ -108,15 +123,27 @@ class RewardNormalizer:
         """The divisor: ``sqrt(var)`` when centring, ``sqrt(var + mean²)`` when only scaling."""
         return float(np.sqrt(self.var + (0.0 if self.center else self.mean**2) + self.eps))
 
+    @property
+    def offset(self) -> float:
+        """What a centred reward is shifted by: the running mean, or the median (``shift``)."""
+        return self.median if self.shift == "median" else self.mean
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Normalised rewards, same shape as ``x``, clipped to ``±clip``."""
         x = np.asarray(x, dtype=np.float64)
-        y = ((x - self.mean) if self.center else x) / self.std
+        y = ((x - self.offset) if self.center else x) / self.std
         return np.clip(y, -self.clip, self.clip).astype(np.float32)
 
-    def state_dict(self) -> dict[str, float | bool]:
-        return {"mean": self.mean, "var": self.var, "count": self.count, "center": self.center}
+    def state_dict(self) -> dict[str, float | bool | str]:
+        return {"mean": self.mean, "var": self.var, "count": self.count, "center": self.center,
+                "shift": self.shift, "median": self.median}  # fmt: skip
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.mean, self.var, self.count = float(state["mean"]), float(state["var"]), float(state["count"])
         self.center = bool(state.get("center", True))
+        shift = str(state.get("shift", "mean"))  # files from before the median shift: the mean
+        if shift not in SHIFTS:
+            raise ValueError(
+                f"unknown reward shift {shift!r} in a saved normaliser; choose from {list(SHIFTS)}"
+            )
+        self.shift, self.median = shift, float(state.get("median", 0.0))

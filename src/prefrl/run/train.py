@@ -281,8 +281,10 @@ def train_fresh_agent(cfg: TrainConfig, net: RewardNet, r: Run) -> float:
     hide = cfg.loop.hide_terminations  # as the run's agent saw episode ends
     venv = LearnedRewardVecEnv(vec, reward, hide, cfg.loop.hidden_end)
     agent = make_agent(cfg.agent, venv, seed=seed, learning_starts=cfg.loop.random_steps)
-    if r.loop.reward is not None and not r.loop.reward.normalizer.center:
-        reward.scale_only()  # as the run's agent saw it
+    if r.loop.reward is not None:  # as the run's agent saw it: scale only, or shifted by its median
+        reward.normalizer.shift = r.loop.reward.normalizer.shift
+        if not r.loop.reward.normalizer.center:
+            reward.scale_only()
     agent.learn(cfg.final_agent_steps)
     save_agent(agent, r.run_dir / "fresh_policy.zip")
     return float(evaluate_returns(cfg.env.id, agent, cfg.eval_episodes, env_kwargs=r.env_kwargs).mean())

@@ -29,7 +29,7 @@ from prefrl.training.config import LoopConfig
 class AgentRewardState(TypedDict):
     """The reward signal's part of a checkpoint (``state.json``)."""
 
-    normalizer: dict[str, float | bool] | None
+    normalizer: dict[str, float | bool | str] | None
     """The normaliser's statistics (``None``: a loop without a learned reward, offline)."""
 
 
@@ -64,6 +64,8 @@ class AgentReward:
         # per-step rewards in NumPy (refreshed after every weight change); an off-policy
         # loop resets the statistics after each reward update instead of folding batches in
         reward.configure(normalize=config.normalize_reward, fast=True, update_stats=not off_policy)
+        if config.end_value == "median":
+            reward.normalizer.shift = "median"
         self._tie_explorer: StateEntropyReward | None = None  # one memory of visited states for the run
 
     def set_bonus(self, env_steps: int, penalty: float = 0.0) -> None:
@@ -76,9 +78,11 @@ class AgentReward:
 
         The reward is measured from the absorbing state's (see :class:`LearnedReward`);
         shifting it would decide by accident whether the agent wants episodes to end. Not with
-        ``center_hidden_ends`` (the agent is told no end, so a shift decides nothing).
+        ``center_hidden_ends`` (the agent is told no end, so a shift decides nothing), nor with
+        an ``end_value`` other than ``absorbing`` (the shift is what decides it, on purpose).
         """
-        keep_center = self.config.center_hidden_ends  # validated to come with hide_terminations
+        # center_hidden_ends is validated to come with hide_terminations, end_value without
+        keep_center = self.config.center_hidden_ends or self.config.end_value != "absorbing"
         if self.reward.normalizer.center and batch.terminated.any() and not keep_center:
             self.reward.scale_only()
 

@@ -20,6 +20,9 @@ ResetLayers = Literal["all", "heads"]  # what agent_reset_at redraws
 RESET_LAYERS: tuple[ResetLayers, ...] = get_args(ResetLayers)
 """What ``agent_reset_at`` restarts: every weight, or an on-policy agent's last layers."""
 
+EndValue = Literal["absorbing", "median", "mean"]  # what an episode end the agent is told is worth
+END_VALUES: tuple[EndValue, ...] = get_args(EndValue)
+
 TIE_WARN = 0.5
 """Share of tied labels from which a run warns that little can be learned."""
 TIE_HINT = (
@@ -155,6 +158,17 @@ class LoopConfig:
     level / (1 - gamma), which its value head must re-learn after every reward update (CoinRun's
     learned rewards put the agent's steps 0.4 to 1.8 per-step stds below the absorbing state).
     Also the agents of --final-agent-steps; --reward-from reads the run's normaliser."""
+    end_value: EndValue = "absorbing"
+    """What an episode's end is worth to an agent that is told it (episodes that terminate,
+    without --loop.hide-terminations), on the agent's normalised reward. absorbing: the learned
+    absorbing state's reward (the agent's reward is normalised by scale only from the first
+    termination on, so that state stays worth 0); where strictly preferred clips end in it (a
+    CoinRun coin is always followed by the level's end) it can take part of their credit and
+    pay for every end. median: the median of the agent's steps under the current reward (the
+    reward is centred on it after each update), so an end pays as a typical step does and
+    costs what the agent would have earned above it (a CoinRun death costs the coin); the
+    learned absorbing value plays no part. mean: the same with the mean of its steps, which
+    the few steps where something happens pull away from the typical one."""
     tie_exploration_stuck: bool = False
     """Explore (as tie_exploration) for an iteration also where labels preferring clips exist,
     but the newest 3 labels (some of this iteration) were ties while the reward puts the agent's newest steps
@@ -362,6 +376,14 @@ class LoopConfig:
             raise ValueError(
                 "center_hidden_ends keeps the agent's reward centred where it is told no episode "
                 "end: it needs hide_terminations"
+            )
+        if self.end_value not in END_VALUES:
+            raise ValueError(f"unknown end_value {self.end_value!r}; choose from {list(END_VALUES)}")
+        if self.end_value != "absorbing" and (self.hide_terminations or not self.normalize_reward):
+            raise ValueError(
+                f"end_value={self.end_value} says what an episode end the agent is told is worth on "
+                "its normalised reward: it needs normalize_reward and no hide_terminations "
+                "(center_hidden_ends keeps the reward centred where ends are hidden)"
             )
         if self.tie_probe < 0:
             raise ValueError(f"tie_probe must be >= 0 (0: off), got {self.tie_probe}")
