@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+PYTEST = "python -m pytest -q -n auto --dist worksteal"  # the suite on every core (pytest-xdist)
 
 FAKE = """#!/bin/sh
 echo "$(basename "$0") $*" >> "$(dirname "$0")/../calls.log"
@@ -71,8 +72,8 @@ def test_train_installs_the_package_alone_and_test_upgrades_it_to_dev(repo: Path
     assert run(repo, "train.sh") == ["prefrl train"]  # installed once
     calls = run(repo, "test.sh")
     assert installs(calls) == ["torch==2.13.0", f"-e {root}[dev]"]  # the test tools come now
-    assert calls[-1] == "python -m pytest -q" and stamp(repo) == "dev"
-    assert run(repo, "test.sh") == ["python -m pytest -q"]
+    assert calls[-1] == PYTEST and stamp(repo) == "dev"
+    assert run(repo, "test.sh") == [PYTEST]
     assert run(repo, "train.sh") == ["prefrl train"]  # a dev venv serves a training run as it is
 
 
@@ -86,7 +87,7 @@ def test_a_changed_pyproject_reinstalls_what_the_venv_had(repo: Path) -> None:
 def test_install_alone_is_dev_as_ci_needs_and_an_old_empty_stamp_counts_as_dev(repo: Path) -> None:
     assert installs(run(repo, "install.sh")) == ["torch==2.13.0", f"-e {repo}[dev]"]  # .ci/run: ruff, mypy
     (repo.parent / "venv" / ".prefrl-installed").write_text("")  # written before the split
-    assert run(repo, "test.sh") == ["python -m pytest -q"] and run(repo, "install.sh") == []
+    assert run(repo, "test.sh") == [PYTEST] and run(repo, "install.sh") == []
 
 
 def test_a_wrong_choice_is_named(repo: Path) -> None:
