@@ -948,6 +948,8 @@ COINRUN_ENDS = (
      "atari-coinrun-center-2026-11-29"),
     ("hidden ends as the next episode, the agent's reward kept centred (both `--set`s; seeds 1 and 2)",
      "atari-coinrun-next-center-2026-11-29"),
+    ("ends told to the agent, each worth its median step (`--set loop.hide_terminations=false "
+     "--set loop.end_value=median`)", "atari-coinrun-median-2026-11-29"),
 )  # fmt: skip
 """CoinRun's learned sides whose final evaluations counted how episodes ended: (row, folder)."""
 
@@ -994,6 +996,13 @@ def atari_coinrun_center(res: Results) -> str:
     end (``atari.py --set loop.center_hidden_ends=true``, its results under
     ``atari-coinrun-center-2026-11-29``), beside the same true-reward seeds as the pixel rows."""
     return atari_table(res, "atari-coinrun-center-2026-11-29")
+
+
+def atari_coinrun_median(res: Results) -> str:
+    """CoinRun's learned sides told every episode end, an end worth the agent's median step
+    (``atari.py --set loop.hide_terminations=false --set loop.end_value=median``, its results
+    under ``atari-coinrun-median-2026-11-29``), beside the same true-reward seeds as the pixel rows."""
+    return atari_table(res, "atari-coinrun-median-2026-11-29")
 
 
 def atari_coinrun_next_center(res: Results) -> str:
@@ -1362,6 +1371,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-coinrun-usedone": atari_coinrun_usedone,
     "atari-coinrun-center": atari_coinrun_center,
     "atari-coinrun-next-center": atari_coinrun_next_center,
+    "atari-coinrun-median": atari_coinrun_median,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
