@@ -107,7 +107,7 @@ class RewardNormalizer:
         x = np.asarray(x, dtype=np.float64).ravel()
         if len(x) == 0:
             return
-        if self.count == 0:
+        if self.count == 0 and self.shift == "median":  # the mean shift never reads it
             self.median = float(np.median(x))
         self.mean, self.var, self.count = merge_moments(
             self.mean, self.var, self.count, float(x.mean()), float(x.var()), float(len(x))
