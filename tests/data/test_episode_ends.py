@@ -8,8 +8,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
 from prefrl.agents.reward_signal import LearnedReward
-from prefrl.data import Fragments, Trajectory, TrajectoryBatch, sample_fragments
+from prefrl.data import Fragments, PreferenceDataset, Trajectory, TrajectoryBatch, sample_fragments
 from prefrl.data.fragments import window_counts
+from prefrl.preference import RewardTrainer, RewardTrainerConfig
 from prefrl.rewards import MLPReward
 from prefrl.rewards.encode import encode_fragments
 from prefrl.rewards.normalization import RewardNormalizer
@@ -110,6 +111,75 @@ def test_the_reward_model_scores_absorbing_steps_with_its_learned_value() -> Non
     r.sum().backward()
     assert net.absorbing_reward.grad is not None and net.absorbing_reward.grad.tolist() == [3.0, 3.0]
     assert net.absorbing_value() == -4.0
+
+
+def test_a_median_absorbing_state_is_worth_the_batch_typical_step() -> None:
+    b = TrajectoryBatch.from_trajectories([episode([1, 1, 1, 1, 1, 1], terminated=True)])
+    env_like = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    net = MLPReward(env_like, env_like, hidden=(8,), ensemble_size=2)
+    net.set_absorbing("median")
+    feats = encode_fragments(net, Fragments.concat([clip(b, 0, 3, 5), clip(b, 0, 0, 5)]))
+    raw = net.score({k: v for k, v in feats.items() if k != "absorbing"})  # [E, 2, 5]
+    real = ~feats["absorbing"]  # 3 + 5 real steps
+    r = net.score(feats)
+    for e in range(2):
+        want = torch.nanmedian(raw[e][real]).item()
+        np.testing.assert_allclose(r[e][~real].detach().numpy(), want, rtol=1e-6)
+        assert net.absorbing_reward[e].item() == pytest.approx(want)  # kept: what the agent is told
+    r[:, ~real].sum().backward()  # the ends move the network's typical step, not a free scalar
+    assert net.absorbing_reward.grad is not None and not net.absorbing_reward.grad.any()
+    assert all(
+        p.grad is not None and p.grad.abs().sum() > 0
+        for n, p in net.named_parameters()
+        if n != "absorbing_reward"
+    )
+    net.eval()
+    with torch.no_grad():
+        net.absorbing_reward.fill_(7.0)
+        net.score(feats)
+    assert net.absorbing_value() == 7.0  # scoring outside training leaves the kept anchor alone
+    with pytest.raises(ValueError, match="absorbing-state mode 'mean'"):
+        net.set_absorbing("mean")
+
+
+def _coin_or_nothing(mode: str, seed: int) -> tuple[float, float]:
+    """Train a one-input reward on 200 oracle pairs of 5-step clips: a clip that reaches a coin
+    (observation 1, reward 10) and ends there, against one of ordinary steps (observations in
+    [0, 0.2], reward 0) that never ends. Returns what the coin and the absorbing state are
+    worth above an ordinary step."""
+    rng = np.random.default_rng(seed)
+    coins = [episode([0.0] * 8 + [10.0], terminated=True) for _ in range(20)]
+    nothing = [episode([0.0] * 30, terminated=False, truncated=True) for _ in range(20)]
+    for t in coins:
+        t.obs[:, 0] = np.r_[rng.uniform(0, 0.2, 8), 1.0, 1.0]
+    for t in nothing:
+        t.obs[:, 0] = rng.uniform(0, 0.2, 31)
+    b = TrajectoryBatch.from_trajectories(coins + nothing)
+    frs = []
+    for _ in range(200):
+        frs += [clip(b, int(rng.integers(20)), int(rng.integers(5, 9)), 5)]  # the coin, then the end
+        frs += [clip(b, 20 + int(rng.integers(20)), int(rng.integers(0, 25)), 5)]
+    f = Fragments.concat(frs)
+    pairs = np.arange(len(frs)).reshape(-1, 2)
+    ds = PreferenceDataset()
+    ds.add(f, pairs, SyntheticTeacher("oracle").label(f, pairs))
+    torch.manual_seed(seed)
+    space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    net = MLPReward(space, space, hidden=(16,), ensemble_size=1, use_act=False, use_next_obs=False)
+    net.set_absorbing(mode)
+    RewardTrainer(net, RewardTrainerConfig(epochs=30, val_fraction=0.0, seed=seed)).train(ds)
+    zero = np.zeros((2, 1), np.float32)
+    r, _ = net.predict(np.array([[0.1], [1.0]], np.float32), zero, zero)
+    return float(r[1] - r[0]), net.absorbing_value() - float(r[0])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_median_absorbing_state_leaves_the_coins_win_to_the_coin(seed: int) -> None:
+    learned_coin, learned_end = _coin_or_nothing("learned", seed)
+    assert learned_end > 0.25 * learned_coin  # learned: the end takes a share of the coin's win
+    coin, end = _coin_or_nothing("median", seed)
+    assert abs(end) < 0.1 * coin  # median: the end is a typical step
+    assert coin > 1.2 * learned_coin  # and the coin carries the win
 
 
 def test_normalisation_without_centring_keeps_zero_at_zero() -> None:

@@ -1,4 +1,4 @@
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -163,6 +163,22 @@ def test_cnn_options_are_one_dataclass_that_the_config_the_file_and_the_network_
         CNNReward(obs, act, colour=True)
     with pytest.raises(ValueError, match="same length"):
         CNNOptions(channels=(4, 8), kernels=(3,), strides=(1, 1))
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "reed"])
+def test_the_absorbing_mode_goes_from_the_config_into_the_network_and_its_file(
+    kind: Literal["mlp", "cnn", "reed"], tmp_path: Any
+) -> None:
+    from prefrl.rewards.config import RewardNetConfig
+
+    obs = spaces.Box(0, 255, (16, 16, 3), np.uint8) if kind == "cnn" else BOX3
+    cfg = RewardNetConfig(kind=kind, absorbing="median").resolved(obs, BOX1)
+    net = cfg.build(obs, BOX1)
+    assert net.absorbing == "median" and net.config["absorbing"] == "median"
+    assert load_reward_net(save_reward_net(net, tmp_path / "r.safetensors")).absorbing == "median"
+    plain = RewardNetConfig(kind=kind).resolved(obs, BOX1).build(obs, BOX1)
+    assert plain.absorbing == "learned" and "absorbing" not in plain.config  # files stay as before
+    assert load_reward_net(save_reward_net(plain, tmp_path / "p.safetensors")).absorbing == "learned"
 
 
 def test_cnn_with_next_obs_sees_what_the_step_changed() -> None:

@@ -71,6 +71,13 @@ class RewardNetConfig:
     Discrete action that does not read the keypoints' displacement, off where it does (the
     displacement says what the action did) and for the MLP; written to config.json as the one
     chosen. See docs/core.md; why: docs/benchmarks/defaults.md."""
+    absorbing: Literal["learned", "median"] = "learned"
+    """What the absorbing state after an episode's end is worth in training. learned: one scalar per
+    member fitted to the labels like any weight (where clips that end win, the win can be credited
+    to the end instead of the steps before it). median: a typical step, the median of the real
+    steps' rewards in each batch, so every win and loss is credited to the steps themselves (pairs
+    with --loop.end-value median, which tells the agent an end is worth its typical step; see
+    docs/benchmarks/pixels.md, "An end worth a typical step, in training too")."""
     output: Literal["auto", "linear", "tanh"] = "auto"
     """Per-step reward output: tanh (bounded to (-1, 1), as in B-Pref: a state no label covers cannot
     pay more than the states the labels favour), linear (unbounded), or auto: tanh when random actions
@@ -181,7 +188,10 @@ class RewardNetConfig:
                 self_predictive=kind == "reed",
                 self_predictive_dim=self.reed_latent_dim,
             )
-            return CNNReward(obs_space, act_space, ensemble_size=self.ensemble_size, options=options)
+            e = self.ensemble_size
+            net: RewardNet = CNNReward(obs_space, act_space, ensemble_size=e, options=options)
+            net.set_absorbing(self.absorbing)
+            return net
         vector: dict[str, Any] = {  # the MLP's and REED's options
             "hidden": tuple(self.hidden),
             "ensemble_size": self.ensemble_size,
@@ -193,5 +203,8 @@ class RewardNetConfig:
             "action_heads": heads,
         }
         if kind == "reed":
-            return ReedReward(obs_space, act_space, latent_dim=self.reed_latent_dim, **vector)
-        return MLPReward(obs_space, act_space, **vector)
+            net = ReedReward(obs_space, act_space, latent_dim=self.reed_latent_dim, **vector)
+        else:
+            net = MLPReward(obs_space, act_space, **vector)
+        net.set_absorbing(self.absorbing)
+        return net

@@ -36,6 +36,13 @@ def build_reward_net(config: dict[str, Any]) -> RewardNet:
     """Rebuild an (untrained) network from :attr:`RewardNet.config`."""
     cfg = dict(config)
     cls = cfg.pop("class", None)
+    absorbing = str(cfg.pop("absorbing", "learned"))  # absent in files before the option
+    net = _build(cls, cfg)
+    net.set_absorbing(absorbing)
+    return net
+
+
+def _build(cls: object, cfg: dict[str, Any]) -> RewardNet:
     if cls == "ShapedReward":
         base = build_reward_net(cfg.pop("base"))
         return ShapedReward(base, **cfg)

@@ -49,6 +49,9 @@ RawBatch: TypeAlias = "Array | Mapping[str, Array]"
 """A batch of observations as callers hold them: NumPy or torch, an array or a dict of arrays."""
 OUTPUTS = ("linear", "tanh")
 """Output of a reward network: unbounded, or squashed into (-1, 1)."""
+ABSORBING = ("learned", "median")
+"""What the absorbing state is worth in training: a learned scalar per member, or the median of
+the batch's real steps (see :attr:`RewardNet.absorbing`)."""
 
 
 @overload
@@ -89,6 +92,20 @@ class RewardNet(nn.Module):
             raise ValueError(f"unknown reward output {output!r}; choose from {list(OUTPUTS)}")
         self.output = output
         self.absorbing_reward = nn.Parameter(torch.zeros(ensemble_size))
+        self.absorbing = "learned"
+
+    def set_absorbing(self, mode: str) -> None:
+        """How the absorbing state is scored (``learned`` or ``median``, :data:`ABSORBING`).
+
+        ``learned``: :attr:`absorbing_reward`, fitted to the labels like any weight. ``median``:
+        the absorbing state is worth a typical step, the per-member median of the real (not
+        absorbing) steps' rewards in the batch being scored, and the labels' wins are credited to
+        the steps themselves, never to the end. Gradients flow through the median's step. Each
+        training batch's median is kept in :attr:`absorbing_reward` (no gradient), so
+        :meth:`absorbing_value` reports the anchor the network was trained with."""
+        if mode not in ABSORBING:
+            raise ValueError(f"unknown absorbing-state mode {mode!r}; choose from {list(ABSORBING)}")
+        self.absorbing = mode
 
     def _head_outputs(self, action_heads: bool, use_act: bool) -> int:
         """Outputs of the last layer: one per action with ``action_heads``, else 1."""
@@ -142,8 +159,25 @@ class RewardNet(nn.Module):
         mask = feats.get("absorbing")
         if mask is None:
             return r
-        value = self._squash(self.absorbing_reward).view(-1, *([1] * (r.dim() - 1)))
+        value = self._squash(self.absorbing_reward)  # [E]
+        if self.absorbing == "median":
+            value = self._real_median(r, mask, value)
+        value = value.view(-1, *([1] * (r.dim() - 1)))
         return torch.where(mask, value.to(r.dtype), r)
+
+    def _real_median(self, r: torch.Tensor, mask: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:
+        """Per-member median ``[E]`` of the rewards ``r`` ``[E, *lead]`` at the steps ``mask``
+        (``[*lead]`` or ``[E, *lead]``) leaves real; ``fallback`` ``[E]`` where a member has none.
+        In training (gradients on) the median is also written into :attr:`absorbing_reward`."""
+        m = mask if mask.dim() == r.dim() else mask.unsqueeze(0).expand_as(r)
+        flat = torch.where(m, torch.full_like(r, float("nan")), r).reshape(r.shape[0], -1)
+        med = torch.nanmedian(flat, dim=1).values  # [E]; NaN where every step is absorbing
+        med = torch.where(torch.isnan(med), fallback.to(med.dtype), med)
+        if torch.is_grad_enabled() and self.training:
+            with torch.no_grad():
+                raw = med.detach().clamp(-0.999999, 0.999999).atanh() if self.output == "tanh" else med
+                self.absorbing_reward.copy_(raw.to(self.absorbing_reward.dtype))
+        return med
 
     @torch.no_grad()
     def absorbing_value(self) -> float:
@@ -167,7 +201,8 @@ class RewardNet(nn.Module):
     @property
     def config(self) -> dict[str, object]:
         """JSON-able constructor arguments (see :func:`prefrl.rewards.io.build_reward_net`)."""
-        return {"class": type(self).__name__, **self._config}
+        extra = {"absorbing": self.absorbing} if self.absorbing != "learned" else {}
+        return {"class": type(self).__name__, **self._config, **extra}
 
     # --------------------------------------------------------- conveniences
     def forward(self, obs: Batch, acts: torch.Tensor, next_obs: Batch, dones: torch.Tensor) -> torch.Tensor:
