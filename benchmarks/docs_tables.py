@@ -950,6 +950,8 @@ COINRUN_ENDS = (
      "atari-coinrun-next-center-2026-11-29"),
     ("ends told to the agent, each worth its median step (`--set loop.hide_terminations=false "
      "--set loop.end_value=median`)", "atari-coinrun-median-2026-11-29"),
+    ("the same, and the reward trained with an end worth its batch's median step "
+     "(`--set reward.absorbing=median`)", "atari-coinrun-anchor-2026-11-29"),
 )  # fmt: skip
 """CoinRun's learned sides whose final evaluations counted how episodes ended: (row, folder)."""
 
@@ -1003,6 +1005,14 @@ def atari_coinrun_median(res: Results) -> str:
     (``atari.py --set loop.hide_terminations=false --set loop.end_value=median``, its results
     under ``atari-coinrun-median-2026-11-29``), beside the same true-reward seeds as the pixel rows."""
     return atari_table(res, "atari-coinrun-median-2026-11-29")
+
+
+def atari_coinrun_anchor(res: Results) -> str:
+    """CoinRun's learned sides told every episode end, an end worth the agent's median step, whose
+    reward was trained with an end worth its batch's median step (``atari.py --set
+    loop.hide_terminations=false --set loop.end_value=median --set reward.absorbing=median``, its
+    results under ``atari-coinrun-anchor-2026-11-29``), beside the same true-reward seeds."""
+    return atari_table(res, "atari-coinrun-anchor-2026-11-29")
 
 
 def atari_coinrun_next_center(res: Results) -> str:
@@ -1372,6 +1382,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-coinrun-center": atari_coinrun_center,
     "atari-coinrun-next-center": atari_coinrun_next_center,
     "atari-coinrun-median": atari_coinrun_median,
+    "atari-coinrun-anchor": atari_coinrun_anchor,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
