@@ -150,6 +150,12 @@ class RewardNetConfig:
     def build(self, obs_space: spaces.Space[object], act_space: spaces.Space[object]) -> RewardNet:
         """The network; an unresolved ``output="auto"`` (no environment was probed, see
         :func:`resolve_reward_output`) builds the linear output."""
+        net = self._network(obs_space, act_space)
+        net.set_absorbing(self.absorbing)
+        return net
+
+    def _network(self, obs_space: spaces.Space[object], act_space: spaces.Space[object]) -> RewardNet:
+        """The network of ``kind`` with its options (the absorbing mode is set by :meth:`build`)."""
         kind = self.resolved_kind(obs_space)
         use_next_obs = bool(self.use_next_obs)  # unresolved auto (runs that predate it): off
         heads = bool(self.action_heads)  # unresolved auto (runs that predate it): off
@@ -188,10 +194,7 @@ class RewardNetConfig:
                 self_predictive=kind == "reed",
                 self_predictive_dim=self.reed_latent_dim,
             )
-            e = self.ensemble_size
-            net: RewardNet = CNNReward(obs_space, act_space, ensemble_size=e, options=options)
-            net.set_absorbing(self.absorbing)
-            return net
+            return CNNReward(obs_space, act_space, ensemble_size=self.ensemble_size, options=options)
         vector: dict[str, Any] = {  # the MLP's and REED's options
             "hidden": tuple(self.hidden),
             "ensemble_size": self.ensemble_size,
@@ -203,8 +206,5 @@ class RewardNetConfig:
             "action_heads": heads,
         }
         if kind == "reed":
-            net = ReedReward(obs_space, act_space, latent_dim=self.reed_latent_dim, **vector)
-        else:
-            net = MLPReward(obs_space, act_space, **vector)
-        net.set_absorbing(self.absorbing)
-        return net
+            return ReedReward(obs_space, act_space, latent_dim=self.reed_latent_dim, **vector)
+        return MLPReward(obs_space, act_space, **vector)
