@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -196,3 +197,28 @@ def test_after_the_last_query_the_agent_trains_at_its_configured_bonus(tmp_path)
     kept.run()
     assert [h["agent/floor"] for h in kept.state.history] == [1.0, 1.0, 1.0]
     assert kept.state.history[2]["agent/ent_coef"] > base
+
+
+def test_a_labels_floor_fades_with_the_budget_still_to_be_asked(tmp_path) -> None:
+    """floor_schedule=labels: the floor acts with the share of the label budget still to be asked
+    after each iteration's queries (agent/floor falls from near 1 to 0 at the last query), the
+    agent's floor is built at the configured share times that scale."""
+    cfg = LoopConfig(total_steps=800, total_labels=20, iterations=4, initial_steps=100, fragment_length=10,
+                     floor_schedule="labels", query_schedule="constant")  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1", tmp=tmp_path)
+    loop.agent.prefrl_config = dataclasses.replace(loop.agent.prefrl_config, min_entropy=0.99)
+    loop.run()
+    scales = [h["agent/floor"] for h in loop.state.history]
+    assert scales[-1] == 0.0 and all(0.0 < s < 1.0 for s in scales[:-1])
+    assert scales == sorted(scales, reverse=True) and len(set(scales)) == len(scales)
+    floor = loop.agent_step._floor(0.25)
+    assert floor is not None and floor.share == pytest.approx(0.99 * 0.25)
+    with pytest.raises(ValueError, match="floor_scale"):
+        loop.agent_step.learn(10, 1.5)
+
+
+def test_a_labels_floor_cannot_also_be_kept_after_the_queries() -> None:
+    with pytest.raises(ValueError, match="floor_after_queries"):
+        LoopConfig(floor_schedule="labels", floor_after_queries=True)
+    with pytest.raises(ValueError, match="floor_schedule"):
+        LoopConfig(floor_schedule=cast(Any, "sometimes"))

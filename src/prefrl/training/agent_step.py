@@ -92,16 +92,19 @@ class AgentStep:
         agent = self.agent
         return None if agent is None else (lambda o: agent.predict(o)[0])
 
-    def learn(self, steps: int, floor_on: bool = True) -> None:
-        """Train the agent ``steps`` environment steps (on whatever reward its env gives now);
-        ``floor_on=False``: without its entropy floor, at its configured entropy bonus (the floor's
-        raised bonus is kept for a later ``learn``)."""
+    def learn(self, steps: int, floor_scale: float = 1.0) -> None:
+        """Train the agent ``steps`` environment steps (on whatever reward its env gives now),
+        its entropy floor's share scaled by ``floor_scale`` in [0, 1] (``floor_schedule``); 0:
+        without the floor, at its configured entropy bonus (the floor's raised bonus is kept for a
+        later ``learn``)."""
         if steps <= 0:
             return
         assert self.agent is not None
+        if not 0.0 <= floor_scale <= 1.0:
+            raise ValueError(f"floor_scale must lie in [0, 1], got {floor_scale}")
         hook = _StepHook(self.on_steps, self.env_steps)
-        floor = self._floor()
-        if floor is not None and not floor_on:
+        floor = self._floor(floor_scale)
+        if floor is not None and floor_scale <= 0:
             cast(OnPolicyAlgorithm, self.agent).ent_coef = floor.base
             floor = None
         callback = hook if floor is None else CallbackList([hook, floor])
@@ -111,9 +114,10 @@ class AgentStep:
         if floor is not None:
             self.entropy_coef = floor.coef
 
-    def _floor(self) -> EntropyFloor | None:
-        """The agent's entropy floor (``--agent.min-entropy``), starting from the bonus it had
-        raised so far; ``None`` for an agent without one."""
+    def _floor(self, scale: float = 1.0) -> EntropyFloor | None:
+        """The agent's entropy floor (``--agent.min-entropy``, its share times ``scale`` where
+        ``scale`` > 0), starting from the bonus it had raised so far; ``None`` for an agent
+        without one."""
         agent = self.agent
         config = getattr(agent, "prefrl_config", None)
         if not isinstance(agent, OnPolicyAlgorithm) or not isinstance(config, AgentConfig):
@@ -122,7 +126,9 @@ class AgentStep:
         share = 0.0 if venv is None else resolve_min_entropy(config, venv)
         if venv is None or share <= 0:
             return None
-        return EntropyFloor(share, configured_ent_coef(config, venv), self.entropy_coef)
+        return EntropyFloor(
+            share * (scale if scale > 0 else 1.0), configured_ent_coef(config, venv), self.entropy_coef
+        )
 
     def stats(self) -> dict[str, float]:
         """What the agent's last update said of its policy: ``agent/entropy``, the mean entropy

@@ -182,6 +182,15 @@ class LoopConfig:
     compared, so there it trains on the final reward with its configured entropy bonus, and
     the policy it ends with is not held at the floor's randomness. Logged as
     agent/floor (1 while the floor may act)."""
+    floor_schedule: Literal["constant", "labels"] = "constant"
+    """How the agent's entropy floor (--agent.min-entropy) follows the label budget while queries
+    remain. constant: the whole floor, as configured. labels: the floor's share scaled by the
+    share of the budget still to be asked after the iteration's queries, so it acts in full while
+    most labels are to come (an agent that stops sampling early brings one behaviour to every
+    later comparison) and fades as they run out (a policy kept random where few more clips will be
+    compared pays for it in its own play: CoinRun's learned agents took fewer coins with the
+    floor than without it). Either way the floor goes at the last query unless
+    floor_after_queries keeps it. Logged as agent/floor (the floor's scale, 0 to 1)."""
     agent_reset_at: OptFloat = None
     """Restart the agent once from fresh weights, at this share of its training iterations
     (0.5: before iteration round(0.5 x iterations)): a policy shaped by the first rewards,
@@ -320,6 +329,13 @@ class LoopConfig:
             raise ValueError(
                 f"need watch_restore >= 0, a margin in standard errors (3.6 by default; 0: off), got "
                 f"{self.watch_restore!r}"
+            )
+        if self.floor_schedule not in ("constant", "labels"):
+            raise ValueError(f"floor_schedule must be constant or labels, got {self.floor_schedule!r}")
+        if self.floor_schedule == "labels" and self.floor_after_queries:
+            raise ValueError(
+                "floor_schedule labels fades the entropy floor to 0 at the last query, and "
+                "floor_after_queries keeps it after: choose one"
             )
         if self.uncertainty_penalty < 0:
             raise ValueError(f"need uncertainty_penalty >= 0, got {self.uncertainty_penalty}")

@@ -293,18 +293,29 @@ class PreferenceLoop:
                 m["agent/reset"] = 1.0
             m.update(self._reset_trial(i))
             t0 = time.perf_counter()
-            floor_on = self.config.floor_after_queries or self.labels.budget.remaining > 0
+            floor_scale = self._floor_scale()
             try:
-                self.agent_step.learn(self.agent_step.steps_for(i), floor_on)
+                self.agent_step.learn(self.agent_step.steps_for(i), floor_scale)
             finally:  # whoever uses the reward after this iteration gets the learned one
                 if self.signal is not None:
                     self.signal.learned()
             m["time/agent_s"] = time.perf_counter() - t0
             m.update(self.agent_step.stats())
             if "agent/ent_coef" in m:  # an agent with an entropy floor: whether it could act
-                m["agent/floor"] = float(floor_on)
+                m["agent/floor"] = floor_scale
         m["env_steps"] = float(self.env_steps)
         return m
+
+    def _floor_scale(self) -> float:
+        """How much of the agent's entropy floor acts this iteration (``floor_schedule``,
+        ``floor_after_queries``): 1 (all of it) or, with ``labels``, the share of the label
+        budget still to be asked; 0 once the budget is spent, unless the floor is kept."""
+        budget = self.labels.budget
+        if budget.remaining <= 0:
+            return 1.0 if self.config.floor_after_queries else 0.0
+        if self.config.floor_schedule == "labels":
+            return budget.remaining / max(1, int(budget.alloc.sum()))
+        return 1.0
 
     def _reset_trial(self, i: int) -> dict[str, float]:
         """``agent_reset_trial``'s iteration: give the replaced policy back where the reward now
