@@ -952,6 +952,8 @@ COINRUN_ENDS = (
      "--set loop.end_value=median`)", "atari-coinrun-median-2026-11-29"),
     ("the same, and the reward trained with an end worth its batch's median step "
      "(`--set reward.absorbing=median`)", "atari-coinrun-anchor-2026-11-29"),
+    ("ends told to the agent, each worth its median step, the entropy floor fading with the labels "
+     "still to be asked (`--set loop.floor_schedule=labels`)", "atari-coinrun-fade-2026-11-29"),
 )  # fmt: skip
 """CoinRun's learned sides whose final evaluations counted how episodes ended: (row, folder)."""
 
@@ -1013,6 +1015,14 @@ def atari_coinrun_anchor(res: Results) -> str:
     loop.hide_terminations=false --set loop.end_value=median --set reward.absorbing=median``, its
     results under ``atari-coinrun-anchor-2026-11-29``), beside the same true-reward seeds."""
     return atari_table(res, "atari-coinrun-anchor-2026-11-29")
+
+
+def atari_coinrun_fade(res: Results) -> str:
+    """CoinRun's learned sides told every episode end, an end worth the agent's median step, whose
+    entropy floor fades with the share of the label budget still to be asked (``atari.py --set
+    loop.hide_terminations=false --set loop.end_value=median --set loop.floor_schedule=labels``,
+    its results under ``atari-coinrun-fade-2026-11-29``), beside the same true-reward seeds."""
+    return atari_table(res, "atari-coinrun-fade-2026-11-29")
 
 
 def atari_coinrun_next_center(res: Results) -> str:
@@ -1383,6 +1393,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "atari-coinrun-next-center": atari_coinrun_next_center,
     "atari-coinrun-median": atari_coinrun_median,
     "atari-coinrun-anchor": atari_coinrun_anchor,
+    "atari-coinrun-fade": atari_coinrun_fade,
     "refit": refit,
     "refit-policies": refit_policies,
     "refit-events": refit_events,
