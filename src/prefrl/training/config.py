@@ -181,7 +181,7 @@ class LoopConfig:
     the agent's steps after the last query (the last iteration's) make no clip that will be
     compared, so there it trains on the final reward with its configured entropy bonus, and
     the policy it ends with is not held at the floor's randomness. Logged as
-    agent/floor (1 while the floor may act)."""
+    agent/floor (the share of the floor that may act: 1 or 0 under floor_schedule constant)."""
     floor_schedule: Literal["constant", "labels"] = "constant"
     """How the agent's entropy floor (--agent.min-entropy) follows the label budget while queries
     remain. constant: the whole floor, as configured. labels: the floor's share scaled by the

@@ -301,7 +301,7 @@ class PreferenceLoop:
                     self.signal.learned()
             m["time/agent_s"] = time.perf_counter() - t0
             m.update(self.agent_step.stats())
-            if "agent/ent_coef" in m:  # an agent with an entropy floor: whether it could act
+            if "agent/ent_coef" in m:  # an agent with an entropy floor: how much of it could act
                 m["agent/floor"] = floor_scale
         m["env_steps"] = float(self.env_steps)
         return m
