@@ -440,6 +440,7 @@ LIFTED, KEPT = "-floor_after_queries=False", "-floor_after_queries=True"  # lift
 TIMING = "label-timing/"  # when the moving dot's labels come in, against the agent's steps
 DOT200_CLIPS = DOT200 + "-fragment_length=10"  # the 10-step clips of the 2-core budget, after the restart
 DOT_LIFTED = FLOOR + DOT200 + LIFTED + "-fragment_length=10"  # today's default on the dot (floor lifted)
+DOT_FADE = "floor-fade-2026-11-30/" + DOT200 + "-floor_schedule=labels-fragment_length=10"  # the fading floor
 KW32 = '-env.kwargs={"size": 32}'  # the moving dot at 32 px
 DOT32 = "prefrl/MovingDot-v0-ppo-oracle-400l-50000s"  # at 400 labels and 50,000 steps
 DOT32_29 = "dot32-2026-11-29/" + DOT32  # its rows of 2026-11-29
@@ -778,6 +779,7 @@ COMPARISONS: dict[str, Comparison] = {
             "a floor of half the largest entropy, to the end (until 2026-11-28)",
             "the floor lifted after the last query (today's default)",
             "the same without the entropy bonus of 0.01 (`--loop agent.ent_coef=0.0`; 2 seeds)",
+            "the floor fading with the labels still to be asked (`--loop floor_schedule=labels`; 2 seeds)",
         ),
         (
             (
@@ -787,6 +789,7 @@ COMPARISONS: dict[str, Comparison] = {
                     FLOOR + DOT200 + "-fragment_length=10",
                     DOT_LIFTED,
                     FLOOR + DOT200 + "-agent.ent_coef=0.0" + LIFTED + "-fragment_length=10",
+                    DOT_FADE,
                 ),
             ),
         ),
