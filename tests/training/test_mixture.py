@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -162,13 +164,46 @@ def test_early_against_older_queries_yield_to_end_clips() -> None:
     # a round whose clips go to episode ends (ending pays) asks no newest-vs-older pair, even
     # in the warm-up; the same round otherwise does
     cfg = LoopConfig(total_steps=1600, total_labels=12, iterations=2, initial_steps=400, fragment_length=20,
-                     active_selection_from=100, watch_against_older_early=True)  # fmt: skip
+                     active_selection_from=10, watch_against_older_early=True)  # fmt: skip
     loop = build(cfg)
     loop.run()
     assert "watch/reward_newer" in loop.state.history[-1]
+    # the same loop, still warming up with a budget past its warm-up
+    loop.config = dataclasses.replace(cfg, total_labels=200, active_selection_from=100)
     batch = loop.clips.rollouts(400, None)
     assert "watch/reward_newer" in loop._query(4, batch)
     assert "watch/reward_newer" not in loop._query(4, batch, ends=True)
+
+
+def test_early_against_older_queries_need_labels_past_the_warm_up() -> None:
+    # every label in the warm-up: half of them would check the agent's direction instead of
+    # teaching the task, so none do
+    cfg = LoopConfig(total_steps=1600, total_labels=12, iterations=2, initial_steps=400, fragment_length=20,
+                     active_selection_from=12, watch_against_older_early=True)  # fmt: skip
+    loop = build(cfg)
+    loop.run()
+    assert not any("watch/reward_newer" in r for r in loop.state.history)
+
+
+def test_early_against_older_queries_leave_a_run_whose_episodes_end_as_it_was() -> None:
+    # CartPole's random episodes end within a few dozen steps: the switch asks no newest-vs-older
+    # pair, and the run is the one without it, label for label and weight for weight
+    cfg = LoopConfig(total_steps=1536, total_labels=16, iterations=3, initial_steps=512, fragment_length=10,
+                     active_selection_from=8)  # fmt: skip
+    runs = []
+    for early in (False, True):
+        torch.manual_seed(0)  # the agent's and the nets' first weights, alike in both runs
+        run_cfg = dataclasses.replace(cfg, watch_against_older_early=early)
+        loop = build(run_cfg, algo="ppo", env_id="CartPole-v1")
+        loop.run()
+        runs.append(loop)
+    plain, early_run = runs
+    assert all(r["rollout/terminated"] > 0 for r in early_run.state.history)
+    assert not any("watch/reward_newer" in r for r in early_run.state.history)
+    assert len(early_run.dataset) == len(plain.dataset) == 16
+    np.testing.assert_array_equal(early_run.dataset.labels, plain.dataset.labels)
+    for x, y in zip(plain.net.state_dict().values(), early_run.net.state_dict().values(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
 
 
 def test_the_archive_of_older_episodes_survives_a_checkpoint(tmp_path, batches) -> None:

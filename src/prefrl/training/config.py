@@ -284,9 +284,12 @@ class LoopConfig:
     clips against older ones, so a first reward that points the agent the wrong way is corrected
     where it leads; afterwards every query goes where the ensemble splits among the newest clips.
     Not while ending an episode pays (watch_end_clips): those rounds' labels all go to episode
-    ends. Off: it saved HalfCheetah-v5's failed seed but lost seeds of Swimmer-v5 (30 labels, all
-    of them in the warm-up) and LunarLanderContinuous-v3. (watch_against_older on as well: all
-    along.)"""
+    ends. Since 2026-11-30 only where the budget holds labels past the warm-up (total_labels >
+    active_selection_from; else half of every label checks the agent's direction instead of
+    teaching the task: Swimmer-v5 at 30 labels lost seeds) and where none of the run's episodes
+    has terminated (where episodes end, the first labels are needed for what ends them:
+    LunarLanderContinuous-v3 lost a seed); logged as rollout/terminated. Off: it saved
+    HalfCheetah-v5's failed seed. (watch_against_older on as well: all along.)"""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""

@@ -235,6 +235,8 @@ class PreferenceLoop:
             self.restore.remember(self.agent, batch, self.env_steps)
         if self.clips.trajectories is None and self.signal is not None:
             self.signal.see(batch)
+        if self.clips.trajectories is None and self.config.watch_against_older_early:
+            m["rollout/terminated"] = float(np.sum(batch.terminated))  # kept for _early_older
         if self.clips.trajectories is None and batch.rews is not None and batch.num_steps:
             m["rollout/true_return"] = float(np.mean(batch.episode_returns()))
             m.update(self.fit.measure(batch, i, self.clips.length))
@@ -351,8 +353,7 @@ class PreferenceLoop:
         ready = split or labels.selection_ready(c.active_selection_from)
         active = bool(c.active_selection) and ready
         labelled = bool(len(self.dataset) or labels.asked)  # clips keep their length once labels exist
-        warming = not labels.selection_ready(c.active_selection_from)  # early ones yield to end clips
-        cross = c.watch_against_older or (c.watch_against_older_early and warming and not ends)
+        cross = c.watch_against_older or (not ends and self._early_older(batch))
         query = self.clips.pick(n_queries, batch, active, labelled, labels.ties(), ends, cross)
         if query is None:
             return {"labels/asked": 0.0}
@@ -364,6 +365,19 @@ class PreferenceLoop:
             query.picked,
             query.newer_older,
         )
+
+    def _early_older(self, batch: TrajectoryBatch) -> bool:
+        """``watch_against_older_early``: newest-vs-older queries in this round. Only while the
+        first ``active_selection_from`` labels come in, where the budget holds labels past them
+        (else half of every label would go to them), and where no episode of the run has
+        terminated (where episodes end, the first labels are needed for what ends them)."""
+        c = self.config
+        if not c.watch_against_older_early or c.total_labels <= c.active_selection_from:
+            return False
+        if self.labels.selection_ready(c.active_selection_from):  # the warm-up is over
+            return False
+        ended = [h.get("rollout/terminated", 0.0) for h in self.progress.history]
+        return not (np.any(batch.terminated) or any(n > 0 for n in ended))
 
     def _last_restore(self) -> dict[str, float]:
         """Training is done: end with the kept policy the reward now rates best
