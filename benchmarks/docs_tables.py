@@ -424,6 +424,7 @@ SWIM50 = "Swimmer-v5-sac-oracle-50l-15000s"
 TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their own folder
 EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised tie exploration's rows
 CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
+OLDER30 = "against-older-2026-11-30/"  # the failed HalfCheetah seed again, on the machine of sessions 41-48
 OLDER28 = "against-older-2026-11-28/"  # newest-vs-older forms and today's default, on a second machine
 CONFIRM_ON = "-watch_against_older_confirm=True"  # the early queries until confirmed (removed)
 PROBE_ON = "-watch_older_probe=True"  # one newest-vs-older query a round (removed)
@@ -662,6 +663,10 @@ COMPARISONS: dict[str, Comparison] = {
                     OLDER28 + HC50 + PROBE_ON,
                     OLDER28 + HC50 + CONFIRM_ON,
                 ),
+            ),
+            (
+                "the same, 2026-11-30 (the 2-core machine of sessions 41-48; seed 1 alone)",
+                (OLDER30 + HC50, OLDER30 + HC50 + EARLY_ON, None, None),
             ),
             (
                 "Swimmer-v5, 30 labels, 15,000 steps",
