@@ -669,6 +669,12 @@ COMPARISONS: dict[str, Comparison] = {
                 (OLDER30 + HC50, OLDER30 + HC50 + EARLY_ON, None, None),
             ),
             (
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips (default: 3 seeds on another "
+                "machine, 2026-11-28; the switch: 2 seeds, 2026-11-30, where it asks nothing, so its runs "
+                "are today's default there: the gap is the machine's or the code's, not the switch's)",
+                (DOT_LIFTED, OLDER30 + DOT200 + "-fragment_length=10" + EARLY_ON, None, None),
+            ),
+            (
                 "Swimmer-v5, 30 labels, 15,000 steps",
                 (SWIM + "-method=broad", EARLY + SWIM + EARLY_ON, None, None),
             ),
@@ -784,7 +790,10 @@ COMPARISONS: dict[str, Comparison] = {
             "a floor of half the largest entropy, to the end (until 2026-11-28)",
             "the floor lifted after the last query (today's default)",
             "the same without the entropy bonus of 0.01 (`--loop agent.ent_coef=0.0`; 2 seeds)",
-            "the floor fading with the labels still to be asked (`--loop floor_schedule=labels`; 2 seeds)",
+            "the floor fading with the labels still to be asked "
+            "(`--loop floor_schedule=labels`; 2 seeds, 2026-11-30)",
+            "today's default again, on the fading floor's machine the same day (2 seeds; the runs of "
+            "`--loop watch_against_older_early=true`, which asks nothing here)",
         ),
         (
             (
@@ -795,6 +804,7 @@ COMPARISONS: dict[str, Comparison] = {
                     DOT_LIFTED,
                     FLOOR + DOT200 + "-agent.ent_coef=0.0" + LIFTED + "-fragment_length=10",
                     DOT_FADE,
+                    OLDER30 + DOT200 + "-fragment_length=10" + EARLY_ON,
                 ),
             ),
         ),
