@@ -441,6 +441,7 @@ LIFTED, KEPT = "-floor_after_queries=False", "-floor_after_queries=True"  # lift
 TIMING = "label-timing/"  # when the moving dot's labels come in, against the agent's steps
 DOT200_CLIPS = DOT200 + "-fragment_length=10"  # the 10-step clips of the 2-core budget, after the restart
 DOT_LIFTED = FLOOR + DOT200 + LIFTED + "-fragment_length=10"  # today's default on the dot (floor lifted)
+DOT_AGAIN = OLDER30 + DOT200_CLIPS + EARLY_ON  # today's default again (asks nothing)
 DOT_FADE = "floor-fade-2026-11-30/" + DOT200 + "-floor_schedule=labels-fragment_length=10"  # the fading floor
 KW32 = '-env.kwargs={"size": 32}'  # the moving dot at 32 px
 DOT32 = "prefrl/MovingDot-v0-ppo-oracle-400l-50000s"  # at 400 labels and 50,000 steps
@@ -672,7 +673,7 @@ COMPARISONS: dict[str, Comparison] = {
                 "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips (default: 3 seeds on another "
                 "machine, 2026-11-28; the switch: 2 seeds, 2026-11-30, where it asks nothing, so its runs "
                 "are today's default there: the gap is the machine's or the code's, not the switch's)",
-                (DOT_LIFTED, OLDER30 + DOT200 + "-fragment_length=10" + EARLY_ON, None, None),
+                (DOT_LIFTED, DOT_AGAIN, None, None),
             ),
             (
                 "Swimmer-v5, 30 labels, 15,000 steps",
@@ -804,7 +805,7 @@ COMPARISONS: dict[str, Comparison] = {
                     DOT_LIFTED,
                     FLOOR + DOT200 + "-agent.ent_coef=0.0" + LIFTED + "-fragment_length=10",
                     DOT_FADE,
-                    OLDER30 + DOT200 + "-fragment_length=10" + EARLY_ON,
+                    DOT_AGAIN,
                 ),
             ),
         ),

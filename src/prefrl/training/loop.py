@@ -376,8 +376,9 @@ class PreferenceLoop:
             return False
         if self.labels.selection_ready(c.active_selection_from):  # the warm-up is over
             return False
-        ended = [h.get("rollout/terminated", 0.0) for h in self.progress.history]
-        return not (np.any(batch.terminated) or any(n > 0 for n in ended))
+        if np.any(batch.terminated):
+            return False
+        return not any(h.get("rollout/terminated", 0.0) > 0 for h in self.progress.history)
 
     def _last_restore(self) -> dict[str, float]:
         """Training is done: end with the kept policy the reward now rates best
