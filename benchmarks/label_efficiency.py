@@ -34,6 +34,7 @@ from prefrl.agents.evaluate import DETERMINISTIC, evaluate_returns, evaluation_m
 from prefrl.agents.policy_io import load_agent
 from prefrl.agents.sb3 import ALGOS, check_env_id, make_env, make_vec_env, resolve_algo
 from prefrl.run.config import TrainConfig
+from prefrl.run.machine import machine_label
 from prefrl.run.options import apply_options as apply_sweep_options
 from prefrl.run.options import parse_options
 from prefrl.run.sweep import (
@@ -403,6 +404,11 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     selection = {learned[s].get("query_selection") for s in seeds}
     if len(selection) == 1 and None not in selection:  # uniform, or the disagreement measure
         extra["query_selection"] = selection.pop()
+    ran = [r["machine"] for r in (*learned.values(), *oracle.values()) if "machine" in r]
+    if ran:  # where the seeds ran (results written before they recorded it name none)
+        extra["machines"] = sorted({machine_label(m) for m in ran})
+        commits = {str(r["machine"].get("commit")) for r in learned.values() if "machine" in r}
+        extra["commits"] = sorted(commits)  # the code of the learned runs
     evals = {r.get("eval") or DETERMINISTIC for r in (*learned.values(), *oracle.values())}
     extra["eval"] = evals.pop() if len(evals) == 1 else "mixed"
     # labels before disagreement, its share; random steps per label and L2 (a broad first reward)

@@ -102,6 +102,24 @@ def test_results_evaluated_the_old_way_are_evaluated_again_from_their_policy(tmp
     assert le.combine(out, 0.0)["eval"] == "mixed"
 
 
+def test_combine_lists_the_machines_and_commits_its_seeds_ran_on(tmp_path: Path) -> None:
+    """Runs repeat seed for seed only on one machine: a row names every machine its seeds ran
+    on, and the commits of its learned runs; files written before they recorded it name none."""
+    le = _module()
+    zen = {"cpu": "AMD EPYC (family 25, model 17)", "cpu_capability": "AVX512", "cpus": 2, "commit": "abc"}
+    other = {**zen, "cpu_capability": "AVX2", "commit": "def"}
+    seeds = {"seed0-learned.json": zen, "seed1-learned.json": other, "seed0-oracle.json": zen}
+    for name, machine in seeds.items():
+        (tmp_path / name).write_text(json.dumps({"return": 1.0, "train_wall_s": 1.0, "machine": machine}))
+    got = le.combine(tmp_path, 0.0)
+    assert got["machines"] == ["AMD EPYC (family 25, model 17), AVX2, 2 cores",
+                               "AMD EPYC (family 25, model 17), AVX512, 2 cores"]  # fmt: skip
+    assert got["commits"] == ["abc", "def"]
+    for name in seeds:
+        (tmp_path / name).write_text(json.dumps({"return": 1.0, "train_wall_s": 1.0}))
+    assert "machines" not in le.combine(tmp_path, 0.0)
+
+
 def test_true_reward_run_gets_the_learned_runs_environment_options() -> None:
     from prefrl.run.sweep import reference_env_kwargs
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("ray")
 
@@ -144,6 +145,8 @@ def test_sweep_runs_its_cells_on_an_existing_ray_cluster(tmp_path: Path) -> None
         cells = [json.loads(p.read_text()) for p in (out / "cells").glob("*/result.json")]
         assert len(cells) == 3 and {c["ray_address"].rsplit(":", 1)[1] for c in cells} == {str(port)}
         assert len({c["node_id"] for c in cells}) == 1  # the head node (the cluster's only one)
+        # each cell names where it ran: the kernels PyTorch chose there decide what repeats
+        assert {c["machine"]["cpu_capability"] for c in cells} == {torch.backends.cpu.get_cpu_capability()}
     finally:
         _ray_stop()
 

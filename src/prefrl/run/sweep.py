@@ -228,6 +228,7 @@ def _run_cell(
     from prefrl.agents.evaluate import evaluation_mode, train_on_true_reward
     from prefrl.agents.sb3 import AgentConfig
     from prefrl.run.config import parse_args
+    from prefrl.run.machine import machine_record
     from prefrl.run.sweep_report import resolved_reward
     from prefrl.run.train import train
 
@@ -269,6 +270,7 @@ def _run_cell(
         wall_s=time.perf_counter() - t0,
         node_id=ctx.get_node_id(),
         ray_address=ctx.gcs_address,
+        machine=machine_record(),  # runs repeat seed for seed only on one machine
     )
     write_json(result, res)
     return res
