@@ -328,6 +328,7 @@ def last_n(evaluations: list[list[float]], n: int = LAST_N) -> float:
 
 def run_one(a: argparse.Namespace) -> int:
     """One run (``--side`` and ``--seed``): train or resume it, write its result file."""
+    from prefrl.run.machine import machine_record
     from prefrl.storage.checkpoint import write_json
 
     root = Path(a.out) / a.task
@@ -353,6 +354,7 @@ def run_one(a: argparse.Namespace) -> int:
         last_n_mean=last_n(res["evaluations"]),
         wall_s=time.perf_counter() - t0,
         peak_memory_gib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,  # this process's (KiB)
+        machine=machine_record(),  # runs repeat seed for seed only on one machine
     )
     res["final_eval"] = final_score(a.task, run)
     write_json(result, res)

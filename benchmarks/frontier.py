@@ -40,6 +40,7 @@ import numpy as np
 from prefrl.agents.evaluate import evaluate_returns
 from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.sb3 import AgentConfig, load_replay_buffer, make_agent, make_vec_env, save_replay_buffer
+from prefrl.run.machine import machine_record
 from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.training.evaluations import last_mean
 
@@ -162,7 +163,8 @@ def run_one(a: argparse.Namespace) -> int:
         res = run_learned(a.task, a.side, a.seed, run, steps, a.labels, a.loop_options)
         res["loop_options"] = a.loop_options
     res.update(task=a.task, env=TASKS[a.task]["env"], side=a.side, seed=a.seed, steps=steps, labels=a.labels,
-               agent=dataclasses.asdict(agent_config()), wall_s=time.perf_counter() - t0)  # fmt: skip
+               agent=dataclasses.asdict(agent_config()), wall_s=time.perf_counter() - t0,
+               machine=machine_record())  # fmt: skip
     write_json(result, res)
     return 0
 

@@ -81,6 +81,7 @@ def test_each_side_runs_resumes_and_writes_its_result(tmp_path: Path) -> None:
         res = json.loads((tmp_path / "cheetah_run" / f"{side}-seed0.json").read_text())
         assert res["steps"] == 11000 and res["evaluations"][-1][0] == 11000
         assert res["labels_used"] == (0 if side == "true" else 10)
+        assert {"cpu", "cpu_capability", "commit"} <= set(res["machine"])  # where it ran
     done = subprocess.run(cmd, check=True, timeout=120, capture_output=True, text=True)
     assert "started" not in done.stderr
 
