@@ -8,7 +8,8 @@ steps) is one task per (environment, agent, steps, seed), shared by every budget
 teacher. Everything lands under ``--out``:
 
 - ``cells/<cell>/``: the cell's run directory (``run/``) and, once finished, ``result.json``
-  (or ``error.txt``). A repeated or killed sweep skips finished cells and resumes the
+  (or ``error.txt``; the result names the machine it ran on, ``machine``, since runs repeat
+  seed for seed only on one machine). A repeated or killed sweep skips finished cells and resumes the
   others from their checkpoints (a reference run starts over: it has none);
 - ``results.jsonl``: one line per learned cell (returns, score, wall time);
 - ``summary.md``: median score, spread and worst seed per environment, teacher and budget
