@@ -442,6 +442,7 @@ TIMING = "label-timing/"  # when the moving dot's labels come in, against the ag
 DOT200_CLIPS = DOT200 + "-fragment_length=10"  # the 10-step clips of the 2-core budget, after the restart
 DOT_LIFTED = FLOOR + DOT200 + LIFTED + "-fragment_length=10"  # today's default on the dot (floor lifted)
 DOT_AGAIN = OLDER30 + DOT200_CLIPS + EARLY_ON  # today's default again (asks nothing)
+DOT_THIRD = "dot-machine-2026-11-30/"  # the dot's default and heads-only restart, on a third machine
 DOT_FADE = "floor-fade-2026-11-30/" + DOT200 + "-floor_schedule=labels-fragment_length=10"  # the fading floor
 KW32 = '-env.kwargs={"size": 32}'  # the moving dot at 32 px
 DOT32 = "prefrl/MovingDot-v0-ppo-oracle-400l-50000s"  # at 400 labels and 50,000 steps
@@ -871,6 +872,30 @@ COMPARISONS: dict[str, Comparison] = {
                     "unnamed-check/" + DOT32 + KW32 + "-fragment_length=10-trainer.epochs=10",
                     DOT32_29 + KW32 + "-fragment_length=10",
                     DOT32_29 + RESET_ON + HEADS_ON + KW32 + "-fragment_length=10",
+                ),
+            ),
+        ),
+    ),
+    "dot-machines": Comparison(
+        (
+            "row (PPO): today's default on three 2-core machines of one kind, then the heads-only restart "
+            "on two",
+            "2026-11-28 (the floor's rows)",
+            "2026-11-30, the forty-eighth session's machine (2 seeds)",
+            "2026-11-30, a third machine: AMD EPYC family 25 model 17, AVX512 kernels (today's default)",
+            "restarted half-way, the heads only (`--loop agent_reset_at=0.5 --loop "
+            "agent_reset_layers=heads`), 2026-11-29 (the machine of the heads-only rows)",
+            "the same, 2026-11-30, on the third machine",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips",
+                (
+                    DOT_LIFTED,
+                    DOT_AGAIN,
+                    DOT_THIRD + DOT200_CLIPS,
+                    RESET + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
+                    DOT_THIRD + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
                 ),
             ),
         ),

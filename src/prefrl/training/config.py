@@ -208,7 +208,10 @@ class LoopConfig:
     heads: only the last layers of an on-policy agent (the action and value heads; a Gaussian
     policy's log-std too) and its optimiser, keeping the layers that read the observation, as
     Nikishin et al. (2022) reset only the last layers: the policy samples as a fresh one does,
-    but learns again from features that already tell states apart."""
+    but learns again from features that already tell states apart. On the moving dot (200
+    labels, five seeds side by side on one machine) heads scored a median of 0.89 (worst 0.85)
+    against 0.28 (worst 0.05) without a restart; not a default, since it lost on LunarLander-v3
+    and is unmeasured on the other pixel rows."""
     agent_reset_trial: OptInt = None
     """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
