@@ -49,3 +49,26 @@ def test_the_label_names_processor_kernels_and_cores() -> None:
     rec = {"cpu": "AMD EPYC (family 25, model 17)", "cpu_capability": "AVX512", "cpus": 2}
     assert machine_label(rec) == "AMD EPYC (family 25, model 17), AVX512, 2 cores"
     assert machine_label({}) == "unknown, ?, ? cores"  # a record missing fields still reads
+
+
+def test_an_installed_copy_inside_another_repository_names_no_commit(tmp_path: Path, monkeypatch) -> None:
+    """A package installed into a venv inside someone's project is not that project's commit."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("no git")
+    import prefrl.run.machine as machine
+
+    repo = tmp_path / "project"
+    pkg = repo / ".venv" / "prefrl" / "run"
+    pkg.mkdir(parents=True)
+    copy = pkg / "machine.py"
+    copy.write_text((ROOT / "src/prefrl/run/machine.py").read_text())
+    subprocess.run([git, "init", "-q", str(repo)], check=True)
+    (repo / "README").write_text("x")
+    subprocess.run([git, "-C", str(repo), "add", "README"], check=True)
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "t")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "t@t")
+    subprocess.run([git, "-C", str(repo), "commit", "-qm", "x"], check=True)
+    monkeypatch.setattr(machine, "__file__", str(copy))
+    assert machine.source_commit() is None

@@ -39,22 +39,22 @@ def cpu_model() -> str:
 
 def source_commit() -> str | None:
     """The git commit of prefrl's source, ``-dirty`` appended where it has uncommitted changes
-    (``git describe --always --dirty``); ``None`` for an installed package or without git."""
-    here = Path(__file__).resolve().parent
-    try:
-        done = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+    (``git describe --always --dirty``); ``None`` for an installed package (one whose files no
+    git checkout tracks, even where it lies inside another project's repository) or without git."""
+    here = Path(__file__).resolve()
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=here.parent, capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    if git("ls-files", "--error-unmatch", here.name) is None:  # not prefrl's own checkout
         return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.strip() or None
+    return git("describe", "--always", "--dirty", "--abbrev=12") or None
 
 
 def machine_record() -> dict[str, object]:
