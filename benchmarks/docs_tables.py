@@ -49,6 +49,7 @@ DOCS = (
     *sorted((REPO / "docs" / "benchmarks").glob("*.md")),
     REPO / "docs" / "interpret.md",  # the CoinRun table
 )
+FIGURES_DIR = REPO / "docs" / "figures"
 OPEN = re.compile(r"^<!-- generated: (?P<name>[\w.-]+) -->\s*$")
 CLOSE = "<!-- end generated: {name} -->"
 
@@ -1453,6 +1454,82 @@ TABLES: dict[str, Callable[[Results], str]] = {
 Add a benchmark's table here (e.g. ``"atari": lambda res: ...``) and put its markers in a doc."""
 
 
+# --------------------------------------------------------------------------- the figures
+def defaults_rows(res: Results) -> list[dict[str, Any]]:
+    """Every run at today's defaults (:func:`at_defaults`) as the seed-strip figure draws it:
+    environment, labels, steps, seeds and their scores (4 digits), by environment and budget."""
+    return [
+        {
+            "env": env,
+            "labels": r["labels"],
+            "steps": r["steps"],
+            "seeds": list(r["seeds"]),
+            "scores": [round(float(s), 4) for s in r["scores"]],
+        }
+        for env, results in sorted(at_defaults(res).items())
+        for r in results
+    ]
+
+
+def ablation_rows(res: Results) -> list[dict[str, Any]]:
+    """The ablation grid (``ablation.py``) as its figure draws it: one row per environment,
+    teacher, budget, steps and reward inputs, with each technique's per-seed scores (4 digits) in
+    the table's column order."""
+    ab = _load("ablation")
+    grid = ab.rows(res.all, res.presets)
+    used = ab.columns(grid, list(res.presets))
+    return [
+        {
+            "env": env,
+            "teacher": teacher,
+            "labels": labels,
+            "steps": steps,
+            "next_obs": bool(nxt),
+            "scores": {m: [round(float(x), 4) for x in by[m]] for m in used if m in by},
+        }
+        for (env, teacher, labels, steps, nxt), by in sorted(grid.items())
+    ]
+
+
+def draw_seed_strips(rows: list[dict[str, Any]], png: Path) -> None:
+    """Every seed of every run at today's defaults (``docs_figures.seed_strips``)."""
+    _load("docs_figures").seed_strips(rows, png)
+
+
+def draw_ablation(rows: list[dict[str, Any]], png: Path) -> None:
+    """``ablation.py``'s panels (score against labels, one line per technique) from the rows of
+    :func:`ablation_rows`."""
+    grid = {(r["env"], r["teacher"], r["labels"], r["steps"], r["next_obs"]): r["scores"] for r in rows}
+    methods = list(dict.fromkeys(m for r in rows for m in r["scores"]))
+    _load("ablation").plot(grid, methods, png)
+
+
+Rows = list[dict[str, Any]]
+"""A figure's numbers: JSON rows, kept beside its PNG."""
+
+FIGURES: dict[str, tuple[Callable[[Results], Rows], Callable[[Rows, Path], None]]] = {
+    "label_efficiency.png": (defaults_rows, draw_seed_strips),
+    "ablation.png": (ablation_rows, draw_ablation),
+}
+"""Figure file (under ``docs/figures/``) -> the rows it shows (a function of the results, kept as
+``<name>.data.json`` beside it) and how it is drawn from them."""
+
+
+def sync_figures(res: Results, folder: Path, check: bool) -> list[str]:
+    """Draw (or, with ``check``, compare) every figure of :data:`FIGURES` in ``folder``; the
+    problems found (a figure that does not show what the results give)."""
+    figs = _load("docs_figures")
+    problems = []
+    for name, (rows_of, draw) in FIGURES.items():
+        png, rows = folder / name, rows_of(res)
+        why = figs.stale(png, rows)
+        if why is not None:
+            problems.append(f"{rel(png)}: figure {why}")
+            if not check:
+                figs.write(png, rows, draw)
+    return problems
+
+
 # ---------------------------------------------------------------------------- the docs
 class Region(NamedTuple):
     """One generated table in a doc: its name and the lines between its markers."""
@@ -1517,8 +1594,11 @@ def first_difference(region: Region, have: list[str], want: list[str]) -> str:
     )
 
 
-def sync(docs: list[Path], res: Results, check: bool, every_table: bool = True) -> list[str]:
-    """Write (or, with ``check``, compare) every generated table of ``docs``; the problems found.
+def sync(
+    docs: list[Path], res: Results, check: bool, every_table: bool = True, figures: Path | None = None
+) -> list[str]:
+    """Write (or, with ``check``, compare) every generated table of ``docs`` and every figure of
+    :data:`FIGURES` in ``figures`` (none where it is ``None``); the problems found.
 
     With ``every_table``, a table of :data:`TABLES` that no doc shows is a problem too."""
     problems: list[str] = []
@@ -1540,6 +1620,12 @@ def sync(docs: list[Path], res: Results, check: bool, every_table: bool = True) 
                 lines[region.start : region.end] = want
         if found and not check:
             doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if figures is not None:
+        problems += sync_figures(res, figures, check)
+    if every_table and figures is not None:
+        texts = "".join(doc.read_text(encoding="utf-8") for doc in docs)
+        problems += [f"figure {name!r} is in no doc ({', '.join(rel(d) for d in docs)})"
+                     for name in FIGURES if f"figures/{name})" not in texts]  # fmt: skip
     if every_table:
         problems += [f"table {name!r} is in no doc ({', '.join(rel(d) for d in docs)})"
                      for name in TABLES if name not in shown]  # fmt: skip
@@ -1552,6 +1638,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=RESULTS, help="the result files (default: %(default)s)")
     p.add_argument("--docs", type=Path, nargs="+", default=None, metavar="FILE",
                    help="the docs to write or check (default: the benchmark pages)")  # fmt: skip
+    p.add_argument("--figures", type=Path, default=None, metavar="DIR",
+                   help=f"where the figures go (default: {rel(FIGURES_DIR)}; none with --docs)")  # fmt: skip
     p.add_argument("--print", default=None, metavar="NAME", choices=list(TABLES), help="print one table")
     a = p.parse_args(argv)
     res = Results(a.results)
@@ -1559,7 +1647,8 @@ def main(argv: list[str] | None = None) -> int:
         print(TABLES[a.print](res))
         return 0
     docs = list(a.docs) if a.docs else list(DOCS)
-    problems = sync(docs, res, a.check, every_table=a.docs is None)
+    figures = a.figures if a.figures is not None else (FIGURES_DIR if a.docs is None else None)
+    problems = sync(docs, res, a.check, every_table=a.docs is None, figures=figures)
     if a.check and problems:
         print("\n".join(problems), file=sys.stderr)
         print(
@@ -1571,7 +1660,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(unplaced), file=sys.stderr)
         return 1
     changed = len(problems)
-    print(f"docs_tables: {changed} table(s) rewritten" if changed else "docs_tables: the docs are up to date")
+    print(f"docs_tables: {changed} table(s) or figure(s) rewritten" if changed else "docs_tables: up to date")
     return 0
 
 

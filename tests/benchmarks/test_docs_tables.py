@@ -308,3 +308,58 @@ def test_links_to_and_from_the_benchmark_pages_resolve() -> None:
             if not (ROOT / target).is_file():
                 broken.append(f"{src.relative_to(ROOT)}: {target} (no such page)")
     assert not broken, "\n".join(broken)
+
+
+def test_the_figures_show_what_the_committed_results_give() -> None:
+    """Every generated figure of the docs was drawn from today's results (its numbers, kept
+    beside it, match what the results give) and is shown on a page."""
+    problems = dt.sync(list(dt.DOCS), dt.Results(), check=True, figures=dt.FIGURES_DIR)
+    assert not problems, "\n".join(problems) + "\n\nrun: python benchmarks/docs_tables.py"
+    rows = json.loads((dt.FIGURES_DIR / "label_efficiency.data.json").read_text())
+    cheetah = next(r for r in rows if r["env"] == "HalfCheetah-v5" and r["labels"] == 50)
+    broad_dir = ROOT / "benchmarks/results/HalfCheetah-v5-sac-oracle-50l-100000s-method=broad"
+    broad = json.loads((broad_dir / "result.json").read_text())
+    assert cheetah["scores"] == [round(s, 4) for s in broad["scores"]]  # every seed, the failed one too
+
+
+def test_a_figure_is_redrawn_when_its_results_change_and_caught_until_then(tmp_path: Path) -> None:
+    """A new run at today's defaults: ``--check`` names the figure and the row it lacks, writing
+    draws it (a PNG and its numbers), and a figure whose numbers already match is not redrawn."""
+    broad = {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 30,
+             "initial_steps_per_label": 100, "trainer.l2_init": 0.01}  # fmt: skip
+    kw = dict(method="broad", loop_options=broad, reward_next_obs=True, query_selection="probability",
+              selection_from=30)  # fmt: skip
+    results, figures = tmp_path / "results", tmp_path / "figures"
+    _result(results, "broad-20", 20, [0.5, 0.6, 0.7], "linear", **kw)
+    res = dt.Results(results)
+    problems = dt.sync_figures(res, figures, check=True)
+    assert any("label_efficiency.png: figure is missing" in p for p in problems), problems
+    assert not figures.exists()  # --check writes nothing
+    dt.sync_figures(res, figures, check=False)
+    png = figures / "label_efficiency.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    drawn = json.loads((figures / "label_efficiency.data.json").read_text())
+    row = {"env": "Toy-v0", "labels": 20, "steps": 1000, "seeds": [0, 1, 2], "scores": [0.5, 0.6, 0.7]}
+    assert drawn == [row]
+    assert dt.sync_figures(dt.Results(results), figures, check=True) == []
+    stamp = png.stat().st_mtime_ns
+    dt.sync_figures(dt.Results(results), figures, check=False)
+    assert png.stat().st_mtime_ns == stamp  # unchanged numbers: not redrawn
+
+    _result(results, "broad-50", 50, [0.9, 1.0, 0.2], "linear", **kw)  # a new row lands
+    problems = dt.sync_figures(dt.Results(results), figures, check=True)
+    lacks = [p for p in problems if "label_efficiency.png" in p]
+    assert lacks and "not drawn: ['Toy-v0 50 1000']" in lacks[0], problems
+    dt.sync_figures(dt.Results(results), figures, check=False)
+    drawn = json.loads((figures / "label_efficiency.data.json").read_text())
+    assert [r["labels"] for r in drawn] == [20, 50] and drawn[1]["scores"] == [0.9, 1.0, 0.2]
+    assert dt.sync_figures(dt.Results(results), figures, check=True) == []
+
+
+def test_a_figure_no_page_shows_is_named(tmp_path: Path) -> None:
+    doc = tmp_path / "page.md"
+    doc.write_text("<!-- generated: speed -->\n<!-- end generated: speed -->\n")
+    results = _speed_results(tmp_path)
+    _result(results, "baseline-10", 10, [0.5, 0.6, 0.7], "linear", method="baseline")
+    problems = dt.sync([doc], dt.Results(results), check=True, figures=tmp_path / "figures")
+    assert "figure 'label_efficiency.png' is in no doc" in "\n".join(problems)
