@@ -8,20 +8,15 @@ the constants below, one per row or series), so adding a run to a table is one f
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 
-@functools.cache
-def _summarize() -> Any:
-    """``summarize.py`` beside this file (how a result names its worst seed)."""
-    spec = importlib.util.spec_from_file_location("summarize", Path(__file__).with_name("summarize.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _load(name: str) -> Any:
+    """A benchmark script beside this file, loaded once. ``docs_tables.py`` replaces this with
+    its own loader when it loads this file, so both share one copy of each script."""
+    raise RuntimeError(
+        f"{__name__} is loaded by docs_tables.py, which gives it its loader (asked for {name})"
+    )
 
 
 class Results(Protocol):
@@ -45,7 +40,7 @@ def with_worst(median: float, scores: list[float], digits: int = 2, worst: float
 def per_seed(result: dict[str, Any]) -> str:
     """A label-efficiency result as :func:`with_worst` writes it, its worst seed as
     ``summarize.worst`` reads it (recorded, or from the scores of a result combined before)."""
-    worst = _summarize().worst(result)
+    worst = _load("summarize").worst(result)
     low = None if worst is None else worst[0]
     return with_worst(result["median_normalized_score"], list(result["scores"]), worst=low)
 

@@ -8,25 +8,19 @@ a function of ``docs_tables.Results`` returning Markdown.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-HERE = Path(__file__).resolve().parent
 
-
-@functools.cache
 def _load(name: str) -> Any:
-    """A benchmark script beside this file, loaded once."""
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """A benchmark script beside this file, loaded once. ``docs_tables.py`` replaces this with
+    its own loader when it loads this file, so both share one copy of each script."""
+    raise RuntimeError(
+        f"{__name__} is loaded by docs_tables.py, which gives it its loader (asked for {name})"
+    )
 
 
 class Results(Protocol):

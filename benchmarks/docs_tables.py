@@ -118,10 +118,10 @@ class Results:
 
 
 # ---------------------------------------------------------------------------- formatting
-_comparisons = _load("docs_comparisons")
+_comparisons, _pixels = _load("docs_comparisons"), _load("docs_pixels")
+_comparisons._load = _pixels._load = _load  # they load the scripts they read through this file's loader
 with_worst, per_seed, ret = _comparisons.with_worst, _comparisons.per_seed, _comparisons.ret
 markdown_table, COMPARISONS = _comparisons.markdown_table, _comparisons.COMPARISONS
-_pixels = _load("docs_pixels")
 
 
 # ---------------------------------------------------------------------------- at a glance
