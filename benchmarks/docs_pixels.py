@@ -43,6 +43,27 @@ def atari_table(res: Results, folder: str) -> str:
     return str(at.markdown(at.summarize(res.root / folder, None)))
 
 
+def atari_tables(res: Results, folders: tuple[str, ...]) -> str:
+    """The tables of :func:`atari_table` for several folders as one: one header, every folder's
+    rows in order (each names its learned side's ``--set`` options), the first folder's notes,
+    and each row's training time."""
+    head: list[str] = []
+    rows: list[str] = []
+    notes, times = "", []
+    mark = "Training time of each finished run: "
+    for folder in folders:
+        lines = atari_table(res, folder).splitlines()
+        head = head or lines[:2]
+        body = [line for line in lines[2:] if line.startswith("| ")]
+        rows += body
+        note = " ".join(line for line in lines[2 + len(body) :] if line.strip())
+        notes = notes or note.split(mark)[0].strip()
+        for _ in body:
+            times.append(f"row {len(times) + 1}: {note.split(mark)[1].rstrip('.')}" if mark in note else "")
+    trained = f" {mark}{'; '.join(t for t in times if t)}." if any(times) else ""
+    return "\n".join([*head, *rows, "", notes + trained])
+
+
 def atari(res: Results) -> str:
     """Atari from preferences beside the same agent on the game's reward (``atari.py``)."""
     return atari_table(res, "atari")

@@ -363,3 +363,17 @@ def test_a_figure_no_page_shows_is_named(tmp_path: Path) -> None:
     _result(results, "baseline-10", 10, [0.5, 0.6, 0.7], "linear", method="baseline")
     problems = dt.sync([doc], dt.Results(results), check=True, figures=tmp_path / "figures")
     assert "figure 'label_efficiency.png' is in no doc" in "\n".join(problems)
+
+
+def test_atari_tables_of_several_folders_are_one_table_with_every_row_and_its_time() -> None:
+    """Settings run side by side on a game (one folder each) share one header; each row keeps
+    its training time, named by its row."""
+    one, two = "atari-enduro-floor-2026-11-28", "atari-pong-floor-2026-11-28"
+    res = dt.Results()
+    merged = dt._pixels.atari_tables(res, (one, two)).splitlines()
+    rows = [line for line in merged if line.startswith("| ALE/")]
+    assert rows == [dt._pixels.atari_table(res, f).splitlines()[2] for f in (one, two)]
+    assert merged[:2] == dt._pixels.atari_table(res, one).splitlines()[:2]
+    note = merged[-1]
+    assert note.count("Training time of each finished run:") == 1
+    assert "row 1: ALE/Enduro-v5 learned side" in note and "; row 2: ALE/Pong-v5 learned side" in note
