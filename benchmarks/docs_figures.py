@@ -16,17 +16,10 @@ import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 TARGET = 0.9
 """The score a row has to reach (drawn as a line)."""
-
-
-class Figure(NamedTuple):
-    """One generated figure: its file and how to draw it from its rows."""
-
-    file: str  # name under the figures folder, e.g. "label_efficiency.png"
-    draw: Callable[[list[dict[str, Any]], Path], None]
 
 
 def data_path(png: Path) -> Path:
@@ -60,10 +53,15 @@ def _key(row: dict[str, Any]) -> str:
     return " ".join(str(v) for k, v in row.items() if k not in ("scores", "seeds"))
 
 
-def write(png: Path, rows: list[dict[str, Any]], draw: Callable[[list[dict[str, Any]], Path], None]) -> bool:
-    """Draw ``png`` from ``rows`` and keep the rows beside it, unless it shows them already;
-    whether it was drawn."""
-    if stale(png, rows) is None:
+def write(
+    png: Path,
+    rows: list[dict[str, Any]],
+    draw: Callable[[list[dict[str, Any]], Path], None],
+    force: bool = False,
+) -> bool:
+    """Draw ``png`` from ``rows`` and keep the rows beside it, unless it shows them already (and
+    ``force`` is off: a changed drawing of the same numbers); whether it was drawn."""
+    if not force and stale(png, rows) is None:
         return False
     png.parent.mkdir(parents=True, exist_ok=True)
     draw(rows, png)
@@ -109,4 +107,56 @@ def seed_strips(rows: list[dict[str, Any]], png: Path) -> None:
     ax.grid(axis="x", color="0.92", zorder=0)
     fig.tight_layout()
     fig.savefig(png, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+
+
+def technique_strips(rows: list[dict[str, Any]], png: Path) -> None:
+    """The ablation as small panels: one per row of the ablation table that compares two or more
+    techniques, each technique a line of its seeds' scores (dots) and median (bar).
+
+    ``rows``: ``{"env", "teacher", "labels", "steps", "next_obs", "scores": {technique: [s, ...]}}``
+    (the table's rows, techniques in its column order); rows with one technique are left out."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in rows if len(r["scores"]) >= 2]
+    if not shown:  # a figure that says so, rather than none
+        fig, ax = plt.subplots(figsize=(6.0, 1.0))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no row of the ablation compares two techniques yet", ha="center", va="center")
+        fig.savefig(png, dpi=100, metadata={"Software": None})
+        plt.close(fig)
+        return
+    cols = 3
+    grid = [shown[k : k + cols] for k in range(0, len(shown), cols)]
+    heights = [max(len(r["scores"]) for r in line) + 1.2 for line in grid]
+    fig, axes = plt.subplots(len(grid), cols, figsize=(5.0 * cols, 0.27 * sum(heights) + 1.0),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)  # fmt: skip
+    for ax in axes.flat[len(shown) :]:
+        ax.set_visible(False)
+    for ax, r in zip(axes.flat, shown):
+        names = list(r["scores"])
+        for y, name in enumerate(names):
+            scores = r["scores"][name]
+            ax.scatter(scores, [y] * len(scores), s=14, color="tab:blue", alpha=0.7, zorder=3)
+            ax.plot([statistics.median(scores)] * 2, [y - 0.3, y + 0.3], color="black", lw=2, zorder=4)
+            ax.plot([min(scores), max(scores)], [y, y], color="grey", lw=0.7, zorder=2)
+        ax.axvline(0.0, color="grey", ls=":", lw=0.8)
+        ax.axvline(TARGET, color="grey", ls="--", lw=0.8)
+        ax.axvline(1.0, color="grey", lw=0.8)
+        ax.set_yticks(range(len(names)))
+        ax.set_yticklabels(names, fontsize=7.5)
+        ax.set_ylim(len(names) - 0.5, -0.7)
+        ax.tick_params(axis="x", labelsize=7.5)
+        reads = "s, a, s'" if r["next_obs"] else "s, a"
+        name = f"{r['env']}, {r['teacher']}, {r['labels']} labels, {r['steps'] // 1000}k steps ({reads})"
+        ax.set_title(name, fontsize=8)
+        ax.grid(axis="x", color="0.92", zorder=0)
+    what = ("The techniques side by side: each seed's score (dots), the median (bar); lines at a random "
+            "policy (0), the target (0.9) and the true-reward agent (1)")  # fmt: skip
+    fig.suptitle(what, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(png, dpi=100, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)

@@ -540,11 +540,8 @@ def draw_seed_strips(rows: list[dict[str, Any]], png: Path) -> None:
 
 
 def draw_ablation(rows: list[dict[str, Any]], png: Path) -> None:
-    """``ablation.py``'s panels (score against labels, one line per technique) from the rows of
-    :func:`ablation_rows`."""
-    grid = {(r["env"], r["teacher"], r["labels"], r["steps"], r["next_obs"]): r["scores"] for r in rows}
-    methods = list(dict.fromkeys(m for r in rows for m in r["scores"]))
-    _load("ablation").plot(grid, methods, png)
+    """The ablation's techniques side by side, row by row (``docs_figures.technique_strips``)."""
+    _load("docs_figures").technique_strips(rows, png)
 
 
 Rows = list[dict[str, Any]]
@@ -558,9 +555,10 @@ FIGURES: dict[str, tuple[Callable[[Results], Rows], Callable[[Rows, Path], None]
 ``<name>.data.json`` beside it) and how it is drawn from them."""
 
 
-def sync_figures(res: Results, folder: Path, check: bool) -> list[str]:
+def sync_figures(res: Results, folder: Path, check: bool, redraw: bool = False) -> list[str]:
     """Draw (or, with ``check``, compare) every figure of :data:`FIGURES` in ``folder``; the
-    problems found (a figure that does not show what the results give)."""
+    problems found (a figure that does not show what the results give). ``redraw``: draw every
+    figure, its numbers changed or not (after a change to how it is drawn)."""
     figs = _load("docs_figures")
     problems = []
     for name, (rows_of, draw) in FIGURES.items():
@@ -568,8 +566,8 @@ def sync_figures(res: Results, folder: Path, check: bool) -> list[str]:
         why = figs.stale(png, rows)
         if why is not None:
             problems.append(f"{rel(png)}: figure {why}")
-            if not check:
-                figs.write(png, rows, draw)
+        if not check and (why is not None or redraw):
+            figs.write(png, rows, draw, force=redraw)
     return problems
 
 
@@ -638,7 +636,12 @@ def first_difference(region: Region, have: list[str], want: list[str]) -> str:
 
 
 def sync(
-    docs: list[Path], res: Results, check: bool, every_table: bool = True, figures: Path | None = None
+    docs: list[Path],
+    res: Results,
+    check: bool,
+    every_table: bool = True,
+    figures: Path | None = None,
+    redraw: bool = False,
 ) -> list[str]:
     """Write (or, with ``check``, compare) every generated table of ``docs`` and every figure of
     :data:`FIGURES` in ``figures`` (none where it is ``None``); the problems found.
@@ -664,7 +667,7 @@ def sync(
         if found and not check:
             doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
     if figures is not None:
-        problems += sync_figures(res, figures, check)
+        problems += sync_figures(res, figures, check, redraw)
     if every_table and figures is not None:
         texts = "".join(doc.read_text(encoding="utf-8") for doc in docs)
         problems += [f"figure {name!r} is in no doc ({', '.join(rel(d) for d in docs)})"
@@ -683,6 +686,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the docs to write or check (default: the benchmark pages)")  # fmt: skip
     p.add_argument("--figures", type=Path, default=None, metavar="DIR",
                    help=f"where the figures go (default: {rel(FIGURES_DIR)}; none with --docs)")  # fmt: skip
+    p.add_argument("--redraw", action="store_true",
+                   help="draw every figure again (after a change to how it is drawn)")  # fmt: skip
     p.add_argument("--print", default=None, metavar="NAME", choices=list(TABLES), help="print one table")
     a = p.parse_args(argv)
     res = Results(a.results)
@@ -691,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     docs = list(a.docs) if a.docs else list(DOCS)
     figures = a.figures if a.figures is not None else (FIGURES_DIR if a.docs is None else None)
-    problems = sync(docs, res, a.check, every_table=a.docs is None, figures=figures)
+    problems = sync(docs, res, a.check, every_table=a.docs is None, figures=figures, redraw=a.redraw)
     if a.check and problems:
         print("\n".join(problems), file=sys.stderr)
         print(

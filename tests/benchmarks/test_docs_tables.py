@@ -345,6 +345,9 @@ def test_a_figure_is_redrawn_when_its_results_change_and_caught_until_then(tmp_p
     stamp = png.stat().st_mtime_ns
     dt.sync_figures(dt.Results(results), figures, check=False)
     assert png.stat().st_mtime_ns == stamp  # unchanged numbers: not redrawn
+    png.write_bytes(b"an older drawing")  # a change to how it is drawn: --redraw draws it again
+    assert dt.sync_figures(dt.Results(results), figures, check=False, redraw=True) == []
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     _result(results, "broad-50", 50, [0.9, 1.0, 0.2], "linear", **kw)  # a new row lands
     problems = dt.sync_figures(dt.Results(results), figures, check=True)
