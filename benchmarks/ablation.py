@@ -1,6 +1,6 @@
 """Ablation table and plot of the label-efficiency techniques, from result files.
 
-    python benchmarks/ablation.py benchmarks/results --plot docs/figures/ablation.png
+    python benchmarks/ablation.py benchmarks/results --plot runs/ablation.png
 
 Reads every ``result.json`` of ``label_efficiency.py`` below the folder that ran a technique
 preset (``--method``; older results, run with older defaults, are left to ``summarize.py``)
@@ -8,8 +8,8 @@ with nothing else changed, and prints a Markdown table: one row per environment,
 teacher, label budget and step count, one column per method, each cell the median score
 over seeds with its worst seed and seed count. ``--write`` puts the table into a Markdown file
 between ``<!-- generated: ablation -->`` and ``<!-- end generated: ablation -->`` (the docs get it,
-with every other table, from ``docs_tables.py``); ``--plot`` draws score against labels, one
-panel per environment and teacher, one line per method.
+with every other table, from ``docs_tables.py``); ``--plot`` draws each row that compares two or
+more techniques as a panel, every seed's score and the median per technique.
 """
 
 from __future__ import annotations
@@ -121,42 +121,29 @@ def table(grid: dict[tuple, dict[str, list]], methods: list[str]) -> str:
     return "\n".join(lines)
 
 
+def figure_rows(grid: dict[tuple, dict[str, list]], methods: list[str]) -> list[dict[str, Any]]:
+    """The grid as its figure draws it (``docs_figures.technique_strips``): one row per
+    environment, teacher, budget, steps and reward inputs, each technique's per-seed scores (4
+    digits) in the table's column order."""
+    used = columns(grid, methods)
+    return [
+        {
+            "env": env,
+            "teacher": teacher,
+            "labels": labels,
+            "steps": steps,
+            "next_obs": bool(nxt),
+            "scores": {m: [round(float(x), 4) for x in by[m]] for m in used if m in by},
+        }
+        for (env, teacher, labels, steps, nxt), by in sorted(grid.items())
+    ]
+
+
 def plot(grid: dict[tuple, dict[str, list]], methods: list[str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = sorted({(env, teacher, steps) for env, teacher, _, steps, _ in grid})
-    cols = min(3, len(panels))  # a grid, not one long row
-    n_rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(n_rows, cols, figsize=(4.6 * cols, 3.8 * n_rows), squeeze=False)
-    for ax in axes.flat[len(panels) :]:
-        ax.set_visible(False)
-    for ax, (env, teacher, steps) in zip(axes.flat, panels):
-        for k, m in enumerate(columns(grid, methods)):
-            for nxt in (False, True):  # dashed: reward on (s, a); solid: on (s, a, s')
-                pts = sorted((lab, by[m]) for (e, t, lab, s, n), by in grid.items()
-                             if (e, t, s, n) == (env, teacher, steps, nxt) and m in by)  # fmt: skip
-                if not pts:
-                    continue
-                x = [p[0] for p in pts]
-                med = [float(np.median(p[1])) for p in pts]
-                lo = [med[i] - min(p[1]) for i, p in enumerate(pts)]
-                hi = [max(p[1]) - med[i] for i, p in enumerate(pts)]
-                ax.errorbar(x, med, yerr=[lo, hi], marker="os^Dvpx*"[k % 8], capsize=3, color=f"C{k}",
-                            ls="-" if nxt else "--", label=f"{m} (s')" if nxt else m)  # fmt: skip
-        ax.axhline(0.9, color="grey", ls="--", lw=0.8)
-        ax.axhline(0.0, color="grey", lw=0.5)
-        ax.set_xscale("log")
-        ax.set_title(f"{env}, {teacher} teacher, {steps:,} steps", fontsize=9)
-        ax.set_xlabel("labels")
-        ax.set_ylabel("score (median; bar: worst to best seed)")
-        ax.legend(fontsize=7, frameon=False)
-    fig.tight_layout()
+    """Each row that compares two or more techniques: every seed's score and the median per
+    technique (the figure of docs/benchmarks/ablation.md)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    _load("docs_figures").technique_strips(figure_rows(grid, methods), path)
 
 
 def write_into(doc: Path, text: str) -> None:
@@ -172,7 +159,7 @@ def write_into(doc: Path, text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", type=Path, help="a directory searched for result.json files")
-    p.add_argument("--plot", type=Path, default=None, help="write the score-vs-labels plot here (.png)")
+    p.add_argument("--plot", type=Path, default=None, help="draw the techniques side by side here (.png)")
     p.add_argument("--write", type=Path, default=None, help="put the table into this Markdown file")
     a = p.parse_args(argv)
     summarize = _load("summarize")

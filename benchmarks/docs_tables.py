@@ -515,23 +515,9 @@ def defaults_rows(res: Results) -> list[dict[str, Any]]:
 
 
 def ablation_rows(res: Results) -> list[dict[str, Any]]:
-    """The ablation grid (``ablation.py``) as its figure draws it: one row per environment,
-    teacher, budget, steps and reward inputs, with each technique's per-seed scores (4 digits) in
-    the table's column order."""
+    """The ablation grid as its figure draws it (``ablation.figure_rows``)."""
     ab = _load("ablation")
-    grid = ab.rows(res.all, res.presets)
-    used = ab.columns(grid, list(res.presets))
-    return [
-        {
-            "env": env,
-            "teacher": teacher,
-            "labels": labels,
-            "steps": steps,
-            "next_obs": bool(nxt),
-            "scores": {m: [round(float(x), 4) for x in by[m]] for m in used if m in by},
-        }
-        for (env, teacher, labels, steps, nxt), by in sorted(grid.items())
-    ]
+    return list(ab.figure_rows(ab.rows(res.all, res.presets), list(res.presets)))
 
 
 def draw_seed_strips(rows: list[dict[str, Any]], png: Path) -> None:
