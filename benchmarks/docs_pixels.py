@@ -201,6 +201,18 @@ def atari_pong_floor(res: Results) -> str:
     return atari_table(res, "atari-pong-floor-2026-11-28")
 
 
+ENDURO_HEADS = ("atari-enduro-heads-2026-11-30/default", "atari-enduro-heads-2026-11-30/heads")
+"""Enduro's seed 0, learned side, today's default and the heads-only restart, side by side on one
+machine (2026-11-30, the fiftieth session)."""
+
+
+def atari_enduro_heads(res: Results) -> str:
+    """Enduro's learned side at today's default and with the heads-only restart
+    (``--set loop.agent_reset_at=0.5 --set loop.agent_reset_layers=heads``), one seed each, run
+    side by side on one machine, beside the committed true-reward seed (``atari.py``)."""
+    return atari_tables(res, ENDURO_HEADS)
+
+
 def image_reward(res: Results) -> str:
     """The offline image-reward probe (``image_reward.py``): per file, each variant's median
     held-out accuracy (with its worst draw), correlation with the true reward, share of its own
@@ -407,6 +419,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "atari-pong-broad": atari_pong_broad,
     "atari-pong-floor": atari_pong_floor,
     "atari-enduro-floor": atari_enduro_floor,
+    "atari-enduro-heads": atari_enduro_heads,
     "atari-coinrun-floor": atari_coinrun_floor,
     "coinrun-ends": coinrun_ends,
     "atari-coinrun-next": atari_coinrun_next,
