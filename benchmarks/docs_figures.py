@@ -38,6 +38,8 @@ def stale(png: Path, rows: list[dict[str, Any]]) -> str | None:
         return f"has no {data_path(png).name} saying what it shows"
     except json.JSONDecodeError as e:
         return f"{data_path(png).name} is not JSON ({e})"
+    if not isinstance(drawn, list) or not all(isinstance(r, dict) for r in drawn):
+        return f"{data_path(png).name} is not a list of rows"
     if drawn != rows:
         have, want = {_key(r) for r in drawn}, {_key(r) for r in rows}
         gone, new = sorted(have - want), sorted(want - have)

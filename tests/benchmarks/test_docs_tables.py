@@ -345,6 +345,12 @@ def test_a_figure_is_redrawn_when_its_results_change_and_caught_until_then(tmp_p
     stamp = png.stat().st_mtime_ns
     dt.sync_figures(dt.Results(results), figures, check=False)
     assert png.stat().st_mtime_ns == stamp  # unchanged numbers: not redrawn
+    data = figures / "label_efficiency.data.json"
+    kept = data.read_text()
+    data.write_text('{"not": "rows"}')  # a foreign file beside the figure: named, then redrawn
+    problems = dt.sync_figures(dt.Results(results), figures, check=True)
+    assert any("label_efficiency.data.json is not a list of rows" in p for p in problems), problems
+    data.write_text(kept)
     png.write_bytes(b"an older drawing")  # a change to how it is drawn: --redraw draws it again
     assert dt.sync_figures(dt.Results(results), figures, check=False, redraw=True) == []
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
