@@ -117,6 +117,7 @@ WATCH28, RESTORE36 = "watch-2026-11-28/", "-watch_restore=3.6"  # the restore's 
 EARLY, EARLY_ON = "watch-early/", "-watch_against_older_early=True"  # early newest-vs-older queries
 SWIM50 = "Swimmer-v5-sac-oracle-50l-15000s"
 EARLY30, REACH50 = "early-2026-11-30/", "Reacher-v5-sac-oracle-50l-15000s"  # the early queries at 50 labels
+PUSH50 = "Pusher-v5-sac-oracle-50l-15000s"
 TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their own folder
 EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised tie exploration's rows
 CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
@@ -341,6 +342,10 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "Reacher-v5, 50 labels, 15,000 steps (the same; 2026-11-30, a third machine)",
                 (None, None, None, None, EARLY30 + REACH50, None, EARLY30 + REACH50 + EARLY_ON),
+            ),
+            (
+                "Pusher-v5, 50 labels, 15,000 steps (the same; 2026-11-30, a third machine)",
+                (None, None, None, None, EARLY30 + PUSH50, None, EARLY30 + PUSH50 + EARLY_ON),
             ),
         ),
     ),
