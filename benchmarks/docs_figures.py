@@ -55,20 +55,27 @@ def _key(row: dict[str, Any]) -> str:
     return " ".join(str(v) for k, v in row.items() if k not in ("scores", "seeds"))
 
 
-def write(
-    png: Path,
-    rows: list[dict[str, Any]],
-    draw: Callable[[list[dict[str, Any]], Path], None],
-    force: bool = False,
-) -> bool:
-    """Draw ``png`` from ``rows`` and keep the rows beside it, unless it shows them already (and
-    ``force`` is off: a changed drawing of the same numbers); whether it was drawn."""
-    if not force and stale(png, rows) is None:
-        return False
+def write(png: Path, rows: list[dict[str, Any]], draw: Callable[[list[dict[str, Any]], Path], None]) -> None:
+    """Draw ``png`` from ``rows`` and keep the rows beside it (``<name>.data.json``)."""
     png.parent.mkdir(parents=True, exist_ok=True)
     draw(rows, png)
     data_path(png).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    return True
+
+
+def _strip(ax: Any, y: float, scores: list[float], colours: list[str] | str = "tab:blue") -> None:
+    """One line of a strip figure at height ``y``: each score a dot, the median a black bar, a
+    grey line from the lowest to the highest."""
+    ax.scatter(scores, [y] * len(scores), s=18, c=colours, alpha=0.75, zorder=3)
+    ax.plot([statistics.median(scores)] * 2, [y - 0.3, y + 0.3], color="black", lw=2.1, zorder=4)
+    ax.plot([min(scores), max(scores)], [y, y], color="grey", lw=0.8, zorder=2)
+
+
+def _references(ax: Any, labelled: bool = False) -> None:
+    """Vertical lines at a random policy (0), the target (0.9) and the true-reward agent (1)."""
+    for x, style, what in ((0.0, ":", "random policy (0)"), (TARGET, "--", "target (0.9)"),
+                           (1.0, "-", "true-reward agent (1)")):  # fmt: skip
+        ax.axvline(x, color="grey", ls=style, lw=0.9, label=what if labelled else None)
+    ax.grid(axis="x", color="0.92", zorder=0)
 
 
 def seed_strips(rows: list[dict[str, Any]], png: Path) -> None:
@@ -90,13 +97,8 @@ def seed_strips(rows: list[dict[str, Any]], png: Path) -> None:
     for y, r in enumerate(rows):
         scores = r["scores"]
         worst = min(scores)
-        colours = ["tab:red" if s == worst and s < TARGET else "tab:blue" for s in scores]
-        ax.scatter(scores, [y] * len(scores), s=22, c=colours, alpha=0.75, zorder=3)
-        ax.plot([statistics.median(scores)] * 2, [y - 0.32, y + 0.32], color="black", lw=2.2, zorder=4)
-        ax.plot([worst, max(scores)], [y, y], color="grey", lw=0.8, zorder=2)
-    for x, style, what in ((0.0, ":", "random policy (0)"), (TARGET, "--", "target (0.9)"),
-                           (1.0, "-", "true-reward agent (1)")):  # fmt: skip
-        ax.axvline(x, color="grey", ls=style, lw=0.9, label=what)
+        _strip(ax, y, scores, ["tab:red" if s == worst and s < TARGET else "tab:blue" for s in scores])
+    _references(ax, labelled=True)
     ax.set_yticks(range(n))
     ax.set_yticklabels([f"{r['env']}  {r['labels']} labels, {r['steps'] // 1000}k steps ({len(r['scores'])})"
                         for r in rows], fontsize=8)  # fmt: skip
@@ -106,7 +108,6 @@ def seed_strips(rows: list[dict[str, Any]], png: Path) -> None:
     ax.set_title("Today's defaults, oracle labels (seeds in brackets):\n"
                  "every seed a dot, the median a bar, a worst seed below 0.9 in red", fontsize=9)  # fmt: skip
     ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -2.0 / (n + 1.5)), ncol=3, frameon=False)
-    ax.grid(axis="x", color="0.92", zorder=0)
     fig.tight_layout()
     fig.savefig(png, dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
@@ -141,13 +142,8 @@ def technique_strips(rows: list[dict[str, Any]], png: Path) -> None:
     for ax, r in zip(axes.flat, shown):
         names = list(r["scores"])
         for y, name in enumerate(names):
-            scores = r["scores"][name]
-            ax.scatter(scores, [y] * len(scores), s=14, color="tab:blue", alpha=0.7, zorder=3)
-            ax.plot([statistics.median(scores)] * 2, [y - 0.3, y + 0.3], color="black", lw=2, zorder=4)
-            ax.plot([min(scores), max(scores)], [y, y], color="grey", lw=0.7, zorder=2)
-        ax.axvline(0.0, color="grey", ls=":", lw=0.8)
-        ax.axvline(TARGET, color="grey", ls="--", lw=0.8)
-        ax.axvline(1.0, color="grey", lw=0.8)
+            _strip(ax, y, r["scores"][name])
+        _references(ax)
         ax.set_yticks(range(len(names)))
         ax.set_yticklabels(names, fontsize=7.5)
         ax.set_ylim(len(names) - 0.5, -0.7)
@@ -155,7 +151,6 @@ def technique_strips(rows: list[dict[str, Any]], png: Path) -> None:
         reads = "s, a, s'" if r["next_obs"] else "s, a"
         name = f"{r['env']}, {r['teacher']}, {r['labels']} labels, {r['steps'] // 1000}k steps ({reads})"
         ax.set_title(name, fontsize=8)
-        ax.grid(axis="x", color="0.92", zorder=0)
     what = ("The techniques side by side: each seed's score (dots), the median (bar); lines at a random "
             "policy (0), the target (0.9) and the true-reward agent (1)")  # fmt: skip
     fig.suptitle(what, fontsize=9)

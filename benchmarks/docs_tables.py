@@ -553,7 +553,7 @@ def sync_figures(res: Results, folder: Path, check: bool, redraw: bool = False) 
         if why is not None:
             problems.append(f"{rel(png)}: figure {why}")
         if not check and (why is not None or redraw):
-            figs.write(png, rows, draw, force=redraw)
+            figs.write(png, rows, draw)
     return problems
 
 
