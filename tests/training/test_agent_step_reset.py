@@ -219,6 +219,30 @@ def test_heads_reset_redraws_the_last_layers_only_and_the_policy_samples_again()
     assert _moved(fresh, _weights(loop.agent))
 
 
+@pytest.mark.parametrize("layers", ["action", "value"])
+def test_one_head_reset_redraws_that_head_only(layers: str) -> None:
+    """agent_reset_layers=action (value): only that head gets new weights, the same ones the
+    seed draws every time, and the optimiser starts afresh; the other head and the layers that
+    read the observation keep what they learned."""
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5, agent_reset_layers=cast(Any, layers))  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    loop.agent.learning_rate = 0.01
+    loop.agent.lr_schedule = lambda _: 0.01
+    loop.agent_step.learn(64 * 10)
+    trained = _weights(loop.agent)
+    assert loop.agent.policy.optimizer.state
+    loop.agent_step.reset(seed=5, layers=cast(Any, layers))
+    fresh = _weights(loop.agent)
+    changed = {k for k in trained if not torch.equal(trained[k], fresh[k])}
+    assert changed == {f"{layers}_net.weight", f"{layers}_net.bias"}
+    assert not loop.agent.policy.optimizer.state
+    again = build(cfg, algo="ppo", env_id="CartPole-v1")
+    again.agent.policy.load_state_dict(trained)
+    again.agent_step.reset(seed=5, layers=cast(Any, layers))
+    assert not _moved(fresh, _weights(again.agent))
+
+
 def test_heads_reset_is_validated() -> None:
     """heads needs the restart it qualifies, an on-policy agent, and a known name; an off-policy
     agent fails when the loop is built, not at the restart mid-run."""

@@ -74,7 +74,7 @@ class AgentStep:
         self.env_steps = 0
         self.started = False
         self.entropy_coef: float | None = None
-        if config.agent_reset_at is not None and config.agent_reset_layers == "heads" and agent is not None:
+        if config.agent_reset_at is not None and config.agent_reset_layers != "all" and agent is not None:
             _heads_of(agent)  # an agent whose heads cannot restart fails here, not mid-run
 
     @property
@@ -145,7 +145,8 @@ class AgentStep:
         """Give the agent fresh weights drawn from ``seed``; its step counter, environment and
         (off-policy) replay buffer stay (``agent_reset_at``). ``layers``: ``all`` (policy,
         critics, optimisers) or ``heads`` (``agent_reset_layers``: an on-policy agent's action
-        and value heads and its optimiser; the layers that read the observation stay)."""
+        and value heads and its optimiser; the layers that read the observation stay), or only
+        one of those heads (``action``, ``value``) and the optimiser."""
         agent = self.agent
         if agent is None:
             return
@@ -153,8 +154,8 @@ class AgentStep:
             raise TypeError(
                 f"agent_reset_at restarts stable-baselines3 algorithms, not {type(agent).__name__}"
             )
-        if layers == "heads":
-            _reset_heads(agent, seed)
+        if layers != "all":
+            _reset_heads(agent, seed, layers)
             return
         buffer = agent.replay_buffer if isinstance(agent, OffPolicyAlgorithm) else None
         own = agent.seed
@@ -232,31 +233,35 @@ class AgentStep:
 
 
 def _heads_of(agent: object) -> ActorCriticPolicy:
-    """The policy whose heads ``agent_reset_layers=heads`` restarts; ``ValueError`` for an agent
-    without such heads (off-policy agents, whose critics have no one value head)."""
+    """The policy whose heads ``agent_reset_layers`` (heads, action, value) restarts;
+    ``ValueError`` for an agent without such heads (off-policy agents, whose critics have no one
+    value head)."""
     policy = getattr(agent, "policy", None)
     if not isinstance(agent, OnPolicyAlgorithm) or not isinstance(policy, ActorCriticPolicy):
         raise ValueError(
-            f"agent_reset_layers=heads restarts the heads of on-policy agents (ppo, a2c), not "
+            f"agent_reset_layers other than all restarts the heads of on-policy agents (ppo, a2c), not "
             f"{type(agent).__name__}; use agent_reset_layers=all"
         )
     return policy
 
 
-def _reset_heads(agent: BaseAlgorithm, seed: int) -> None:
+def _reset_heads(agent: BaseAlgorithm, seed: int, layers: ResetLayers = "heads") -> None:
     """Re-draw an on-policy agent's last layers as stable-baselines3 first draws them (the
-    action head at gain 0.01, so that the policy samples near uniformly again; the value head at
-    gain 1; a Gaussian policy's log-std at its initial value) and give it a fresh optimiser."""
+    action head at gain 0.01, so that the policy samples near uniformly again, with a Gaussian
+    policy's log-std at its initial value; the value head at gain 1) and give it a fresh
+    optimiser. ``layers``: both heads (``heads``), or only ``action`` or ``value``."""
     policy = _heads_of(agent)
+    heads = [(policy.action_net, 0.01), (policy.value_net, 1.0)]
+    chosen = {"heads": heads, "action": heads[:1], "value": heads[1:]}[layers]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        for head, gain in ((policy.action_net, 0.01), (policy.value_net, 1.0)):
+        for head, gain in chosen:
             if policy.ortho_init:
                 head.apply(partial(policy.init_weights, gain=gain))
             else:
                 cast(torch.nn.Linear, head).reset_parameters()
     log_std = getattr(policy, "log_std", None)
-    if isinstance(log_std, torch.nn.Parameter):
+    if layers != "value" and isinstance(log_std, torch.nn.Parameter):
         with torch.no_grad():
             log_std.fill_(policy.log_std_init)
     lr = agent.lr_schedule(agent._current_progress_remaining)

@@ -16,9 +16,10 @@ TRIAL_MAX = 6
 """The longest trial of a restart, in iterations (``agent_reset_trial``): the replaced policy
 must still be among the policies the restore keeps (the newest 8)."""
 
-ResetLayers = Literal["all", "heads"]  # what agent_reset_at redraws
+ResetLayers = Literal["all", "heads", "action", "value"]  # what agent_reset_at redraws
 RESET_LAYERS: tuple[ResetLayers, ...] = get_args(ResetLayers)
-"""What ``agent_reset_at`` restarts: every weight, or an on-policy agent's last layers."""
+"""What ``agent_reset_at`` restarts: every weight, an on-policy agent's last layers (both heads),
+or one of them (the action head, the value head)."""
 
 EndValue = Literal["absorbing", "median", "mean"]  # what an episode end the agent is told is worth
 END_VALUES: tuple[EndValue, ...] = get_args(EndValue)
@@ -208,11 +209,12 @@ class LoopConfig:
     heads: only the last layers of an on-policy agent (the action and value heads; a Gaussian
     policy's log-std too) and its optimiser, keeping the layers that read the observation, as
     Nikishin et al. (2022) reset only the last layers: the policy samples as a fresh one does,
-    but learns again from features that already tell states apart. On the moving dot (200
-    labels, five seeds side by side on one machine) heads scored a median of 0.89 (worst 0.85)
-    against 0.28 (worst 0.05) without a restart; not a default, since it lost on LunarLander-v3
-    and on Enduro (seed 0 side by side: 0.00 against 0.12), whose agents were still climbing
-    when they were restarted."""
+    but learns again from features that already tell states apart. action, value: only that one
+    of the two heads (and the optimiser), to tell which of them a restart that helps renews.
+    On the moving dot (200 labels, five seeds side by side on one machine) heads scored a median
+    of 0.89 (worst 0.85) against 0.28 (worst 0.05) without a restart; not a default, since it
+    lost on LunarLander-v3 and on Enduro (seed 0 side by side: 0.00 against 0.12), whose agents
+    were still climbing when they were restarted."""
     agent_reset_trial: OptInt = None
     """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
