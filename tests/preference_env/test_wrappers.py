@@ -433,3 +433,27 @@ def test_small_images_get_a_small_default_cnn() -> None:
     assert n_small < sum(
         p.numel() for p in CNNReward(small.observation_space, small.action_space).parameters()
     )
+
+
+def test_a_save_asked_during_a_long_fit_round_waits_for_the_round(tmp_path: Path) -> None:
+    """The trainer answers between rounds of its fit; a save asked while a long round runs (here
+    several seconds; minutes for image clips on a busy machine) waits for it, however long, and
+    writes every label the trainer holds, instead of giving up while the trainer works."""
+    slow = RewardTrainerConfig(epochs=1000.0)  # rounds of seconds on this small set
+    env = PreferenceEnv(
+        state_env(), fragment_length=5, min_labels=5, total_labels=20, train_pause_s=0.0, trainer=slow
+    )
+    step_until(env, lambda: counters(env)["reward_train_steps"] > 0, timeout=120)
+    runtime = env._core.runtime
+    assert runtime is not None
+    t0 = time.monotonic()
+    runtime.commands.put(("save", str(tmp_path / "probe.npz"), None))  # served after this round
+    runtime.replies.get(timeout=120)
+    round_s = time.monotonic() - t0
+    held = counters(env)["preferences"]
+    t0 = time.monotonic()
+    path = env.save_preferences(tmp_path / "prefs.npz", val_fraction=None)[0]
+    waited = time.monotonic() - t0
+    env.close()
+    assert round_s > 1.0 and waited > 0.5 * round_s  # it waited for a whole round
+    assert len(PreferenceDataset.load(path)) >= held

@@ -9,6 +9,7 @@ and :mod:`~prefrl.preference_env.rewarder`.
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import queue
 import time
@@ -186,13 +187,17 @@ class Runtime:
         mean, std, steps = a["meta"].tolist()
         return a["out"].copy(), mean, std, int(steps)
 
-    def request(self, cmd: tuple[object, ...], timeout: float = 120.0) -> object:
-        """Send a command to the trainer and wait for its reply (raising worker errors)."""
+    def request(self, cmd: tuple[object, ...], timeout: float | None = None) -> object:
+        """Send a command to the trainer and wait for its reply (raising worker errors).
+
+        The trainer answers between two rounds of its fit, so a reply can take as long as a
+        round. ``timeout`` (seconds) bounds the wait; ``None`` (the default) waits as long as the
+        trainer process lives: :meth:`check` raises as soon as it dies."""
         if "trainer" not in self.procs:
             raise RuntimeError(f"mode {self.config.mode!r} runs no trainer process to ask")
         self.check()
         self.commands.put(cmd)
-        end = time.monotonic() + timeout
+        end = math.inf if timeout is None else time.monotonic() + timeout
         while time.monotonic() < end:
             try:
                 status, value = self.replies.get(timeout=0.2)

@@ -113,7 +113,9 @@ class _Controls:
         """Write the preference set to ``path`` (``.npz``, see ``PreferenceDataset.load``).
 
         With ``val_fraction``, also writes ``<stem>.train.npz`` and ``<stem>.val.npz`` split
-        by the dataset's stable validation split. Returns the paths written.
+        by the dataset's stable validation split. Returns the paths written. The background
+        trainer writes them between two rounds of its fit, so this waits for the round under way
+        (on a busy machine with image clips, minutes); it raises only if the trainer dies.
         """
         return [Path(p) for p in self._core.save_preferences(str(path), val_fraction)]
 
