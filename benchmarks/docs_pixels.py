@@ -336,26 +336,29 @@ def refit_events(res: Results) -> str:
     return markdown_table(head, rows)
 
 
-def policies(res: Results) -> str:
+def policies(res: Results, prefix: str = "pong") -> str:
     """Policies ranked by a run's learned reward and by the true one (``prefrl interpret policies``,
-    files under ``policies/``): per file, each policy's rewards per step (two standard errors)
-    and per episode, then the command's verdict."""
+    files ``policies/<prefix>-*.json``, one table per prefix: a game or task): per file, each
+    policy's rewards per step (two standard errors) and per episode, then the command's verdict."""
 
     def pm(x: float | None, se: float | None) -> str:
         return "–" if x is None else f"{x:+.4f} ± {2 * (se or 0.0):.4f}"
 
     rows = []
-    for path in sorted((res.root / "policies").glob("*.json")):
+    for path in sorted((res.root / "policies").glob(f"{prefix}-*.json")):
         r = json.loads(path.read_text())
         for p in r["policies"]:
             true_ret = "–" if p["true_return"] is None else f"{p['true_return']:.1f}"
+            spread = p.get("learned_disagreement")  # kept since 2026-11-30
             rows.append([path.stem, p["name"], f"{p['steps']:,} ({p['episodes']})",
                          pm(p["true_per_step"], p["true_per_step_se"]),
-                         pm(p["learned_per_step"], p["learned_per_step_se"]), true_ret,
+                         pm(p["learned_per_step"], p["learned_per_step_se"]),
+                         "–" if spread is None else f"{spread:.2f}", true_ret,
                          f"{p['learned_return']:.1f}"])  # fmt: skip
-        rows.append([path.stem, "**verdict**", "", "", "", "", str(r["verdict"])])
+        rows.append([path.stem, "**verdict**", "", "", "", "", "", str(r["verdict"])])
     head = ["run", "policy", "steps (episodes)", "true reward per step", "learned reward per step",
-            "true return per episode", "learned return per episode"]  # fmt: skip
+            "members' disagreement per step", "true return per episode",
+            "learned return per episode"]  # fmt: skip
     return markdown_table(head, rows)
 
 
@@ -434,6 +437,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "refit-events": refit_events,
     "frozen": frozen,
     "policies": policies,
+    "policies-walker": lambda res: policies(res, "walker"),
     "events": events,
     "coinrun": coinrun,
 }

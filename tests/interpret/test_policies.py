@@ -7,6 +7,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import torch
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.cli.interpret import main as interpret_main
-from prefrl.data import TrajectoryBatch
+from prefrl.data import Trajectory, TrajectoryBatch
 from prefrl.envs.gridworld import GridWorldEnv
 from prefrl.interpret.policies import plot_policy_ranking, rank_policies
 from prefrl.interpret.supervised import SupervisedConfig, fit_supervised
@@ -76,3 +77,40 @@ def test_the_command_ranks_trajectory_files_and_refuses_what_it_cannot_rank(
     assert "at least 2 policies" in capsys.readouterr().err
     same = ["policies", "--reward", str(reward), "--compare", str(files[0]), str(files[0])]
     assert interpret_main(same) == 2 and "distinct names" in capsys.readouterr().err
+
+
+def _line(lo: float, hi: float, sign: float, seed: int) -> TrajectoryBatch:
+    """Episodes of a 1-D walk within [lo, hi]; the true reward is the state (``sign`` x it)."""
+    rng = np.random.default_rng(seed)
+    eps = []
+    for _ in range(8):
+        obs = rng.uniform(lo, hi, size=(21, 1)).astype(np.float32)
+        acts = rng.uniform(-1, 1, size=(20, 1)).astype(np.float32)
+        eps.append(Trajectory(obs, acts, (sign * obs[1:, 0]).astype(np.float32), truncated=True))
+    return TrajectoryBatch.from_trajectories(eps)
+
+
+def test_the_members_disagreement_names_behaviour_the_labels_did_not_cover() -> None:
+    """Each policy gets the ensemble's disagreement on its steps. A reward fitted where one policy
+    walks, paying it over a better policy whose states it never saw, disagrees most on that one,
+    and the verdict says so; members that are copies of one another disagree nowhere."""
+    from gymnasium import spaces
+
+    box = spaces.Box(-10.0, 10.0, (1,), np.float32)
+    torch.manual_seed(0)
+    net = MLPReward(box, box, hidden=(32, 32), use_next_obs=True, ensemble_size=3)
+    fit_supervised(net, _line(0.0, 1.0, -1.0, seed=0), SupervisedConfig(epochs=60, seed=0))  # pays low states
+    pols = {"near": _line(0.0, 1.0, 1.0, seed=1), "far": _line(6.0, 8.0, 1.0, seed=2)}  # far is better
+    out = rank_policies(net.eval(), pols)
+    spread = {p["name"]: p["learned_disagreement"] for p in cast(list[dict[str, Any]], out["policies"])}
+    assert spread["far"] > 3 * spread["near"] > 0
+    assert out["misranked"] == ["near over far"]
+    assert "members disagree most on far" in str(out["verdict"])
+    with torch.no_grad():  # every member a copy of the first: no disagreement, no such clause
+        for param in net.parameters():
+            if param.dim() and param.shape[0] == 3:
+                param[1:] = param[:1]
+    same = rank_policies(net, pols)
+    scores = cast(list[dict[str, Any]], same["policies"])
+    assert all(p["learned_disagreement"] == pytest.approx(0.0, abs=1e-6) for p in scores)
+    assert same["misranked"] == ["near over far"] and "disagree" not in str(same["verdict"])

@@ -11,7 +11,10 @@ A run whose agent scores badly has one of two faults, and they need different fi
 rollouts`` of the run's policy, of a true-reward agent, of random actions), each scored by the
 reward per step and per episode, the learned one measured from its absorbing state as the agent
 sees it. Per step is the measure where the agent never sees an episode end
-(``--loop.hide-terminations``), per episode where it does.
+(``--loop.hide-terminations``), per episode where it does. Each policy also gets the reward
+ensemble's disagreement on its steps (its members' spread): where the reward pays a worse policy
+over a better one and disagrees most on the better one, the labels never covered that behaviour,
+and the fix is to bring it into the clips people compare, not to fit the same labels again.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.interpret.evaluation import predicted_rewards
+from prefrl.interpret.rewardfn import index_obs
 from prefrl.rewards.nets import RewardNet
 
 CHUNKS = 20
@@ -51,6 +55,24 @@ class PolicyScore:
     true_per_step: float | None
     true_per_step_se: float | None
     true_return: float | None
+    learned_disagreement: float | None = None
+    """Mean over its steps of the reward ensemble members' standard deviation (how unsure the
+    reward is of this behaviour; None for a one-member reward)."""
+
+
+def member_spread(net: RewardNet, batch: TrajectoryBatch, chunk: int = 8192) -> np.ndarray | None:
+    """The ensemble members' standard deviation ``[T]`` on each transition of ``batch`` (its
+    ``step_rows``), or ``None`` for a one-member reward."""
+    if net.ensemble_size < 2:
+        return None
+    rows, dones = batch.step_rows, batch.dones
+    out = [
+        net.predict_members(
+            index_obs(batch.obs, r), batch.acts[r], index_obs(batch.obs, r + 1), dones[r]
+        ).std(0)
+        for r in (rows[s : s + chunk] for s in range(0, len(rows), chunk))
+    ]
+    return np.concatenate(out).astype(np.float64)
 
 
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
@@ -81,6 +103,9 @@ def score_policy(net: RewardNet, name: str, batch: TrajectoryBatch) -> PolicySco
         true_per_step_se=None,
         true_return=None,
     )
+    spread = member_spread(net, batch)
+    if spread is not None:
+        score["learned_disagreement"] = float(spread.mean())
     if batch.rews is not None:
         t_mean, t_se = _mean_se(batch.rews[rows].astype(np.float64))
         true_ret = float(np.bincount(episode, batch.rews.astype(np.float64), len(batch)).mean())
@@ -143,6 +168,15 @@ def rank_policies(net: RewardNet, batches: dict[str, TrajectoryBatch]) -> dict[s
         else "the reward ranks these policies as the true reward does (or calls them even): a policy "
         "it pays less than another was not optimised on it"
     )
+    unsure = max(scores, key=lambda s: s.learned_disagreement or 0.0)
+    if (
+        misranked
+        and unsure.learned_disagreement
+        and any(m.endswith(f" over {unsure.name}") for m in misranked)
+    ):
+        out["verdict"] = str(out["verdict"]) + (
+            f"; its members disagree most on {unsure.name}: behaviour its labels did not cover"
+        )
     return out
 
 
