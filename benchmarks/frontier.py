@@ -303,25 +303,50 @@ def options_table(defaults: Path, options: Path) -> str:
     """Learned runs with ``--loop`` options beside the same seeds without them: one row per task,
     side and option set found under ``options`` (``<options>/<task>/<side>-seed<k>.json``, the
     options as the result files name them), each seed's mean of the last 10 evaluations, then
-    the same seeds' under ``defaults`` (the committed runs of the table above)."""
-    rows: dict[tuple[str, str, str], list[tuple[int, float, str]]] = {}
+    the same seeds' under ``defaults`` (the committed runs of the table above). A run that has
+    not finished (its ``.progress.json``, beside finished runs that name the options) is given as
+    the mean of its last 3 evaluations and the steps it reached, beside the mean of the committed
+    run's evaluations at the same steps."""
+    rows: dict[tuple[str, str, str], list[tuple[int, str, str]]] = {}
     for found in sorted(options.glob("*/*/*-seed*.json")):
         if found.name.endswith(".progress.json"):
             continue
         r = json.loads(found.read_text())
         base = defaults / r["task"] / f"{r['side']}-seed{r['seed']}.json"
         without = f"{json.loads(base.read_text())['last10_mean']:.0f}" if base.exists() else "not run"
-        opts = " ".join(f"`--loop {k}={json.dumps(v)}`" for k, v in sorted(r.get("loop_options", {}).items()))
-        key = (r["task"], r["side"], opts or "–")
-        rows.setdefault(key, []).append((r["seed"], r["last10_mean"], without))
+        rows.setdefault(_options_key(r), []).append((r["seed"], f"{r['last10_mean']:.0f}", without))
+    for found in sorted(options.glob("*/*/*-seed*.progress.json")):
+        r = json.loads(found.read_text())
+        task, side = found.parent.name, found.name.split("-seed")[0]
+        finished = [json.loads(p.read_text()) for p in found.parent.glob(f"{side}-seed*.json")
+                    if not p.name.endswith(".progress.json")]  # fmt: skip
+        if not finished:  # the options are named by the finished runs' result files
+            continue
+        last = r["evaluations"][-3:]
+        at = {int(step) for step, _ in last}
+        base = defaults / task / f"{side}-seed{r['seed']}.json"
+        evals = json.loads(base.read_text())["evaluations"] if base.exists() else []
+        same = [v for step, v in evals if int(step) in at]
+        reached = f" (at {r['steps'] // 1000}k)"
+        with_ = f"{np.mean([v for _, v in last]):.0f}{reached}"
+        without = f"{np.mean(same):.0f} at the same steps" if len(same) == len(last) else "not run"
+        rows.setdefault(_options_key(finished[0]), []).append((r["seed"], with_, without))
     head = ["DMC task", "side", "options", "with the options (per seed)", "without (the same seeds)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (task, side, opts), seeds in rows.items():
         seeds.sort()
-        with_ = ", ".join(f"seed {k}: {v:.0f}" for k, v, _ in seeds)
+        with_ = ", ".join(f"seed {k}: {v}" for k, v, _ in seeds)
         without = ", ".join(f"seed {k}: {w}" for k, _, w in seeds)
         lines.append(f"| {task} | {side} | {opts} | {with_} | {without} |")
     return "\n".join(lines)
+
+
+def _options_key(result: dict[str, Any]) -> tuple[str, str, str]:
+    """(task, side, the ``--loop`` options as the table writes them) of a result file."""
+    opts = " ".join(
+        f"`--loop {k}={json.dumps(v)}`" for k, v in sorted(result.get("loop_options", {}).items())
+    )
+    return result["task"], result["side"], opts or "–"
 
 
 def loop_options(items: list[str], p: argparse.ArgumentParser) -> dict[str, Any]:

@@ -137,14 +137,21 @@ def test_runs_with_loop_options_are_set_beside_the_same_seeds_without_them(tmp_p
 
     defaults, options = tmp_path / "frontier", tmp_path / "frontier-options"
     result(defaults / "walker_walk" / "protocol-seed1.json", 1, 617.2)
+    evals = [[k * 10_000, 100.0 * k] for k in range(1, 31)]  # the committed seed 3: 100 per 10k steps
+    (defaults / "walker_walk" / "protocol-seed3.json").write_text(json.dumps({"evaluations": evals}))
     early = options / "watch_against_older_early=True" / "walker_walk"
     for seed, last10 in ((2, 950.0), (1, 844.8)):
         result(early / f"protocol-seed{seed}.json", seed, last10, {"watch_against_older_early": True})
-    (early / "protocol-seed3.progress.json").write_text("{}")  # a running run is not a row
+    going = {"seed": 3, "steps": 230_000, "evaluations": [[k * 10_000, 250.0 + k] for k in range(1, 24)]}
+    (early / "protocol-seed3.progress.json").write_text(json.dumps(going))  # not finished
     table = fr.options_table(defaults, options).splitlines()
     assert len(table) == 3, table
     assert table[2] == ("| walker_walk | protocol | `--loop watch_against_older_early=true` "
-                        "| seed 1: 845, seed 2: 950 | seed 1: 617, seed 2: not run |")  # fmt: skip
+                        "| seed 1: 845, seed 2: 950, seed 3: 272 (at 230k) "
+                        "| seed 1: 617, seed 2: not run, seed 3: 2200 at the same steps |")  # fmt: skip
+    (early / "protocol-seed1.json").unlink()
+    (early / "protocol-seed2.json").unlink()  # no finished run names the options: no row
+    assert len(fr.options_table(defaults, options).splitlines()) == 2
 
 
 def test_each_run_is_a_row_with_when_it_passed_the_best_published_figure(tmp_path: Path) -> None:
