@@ -295,7 +295,8 @@ class LoopConfig:
     teaching the task: Swimmer-v5 at 30 labels lost seeds) and where none of the run's episodes
     has terminated (where episodes end, the first labels are needed for what ends them:
     LunarLanderContinuous-v3 lost a seed); logged as rollout/terminated. Off: it saved
-    HalfCheetah-v5's failed seed. (watch_against_older on as well: all along.)"""
+    HalfCheetah-v5's failed seed, but on DMC walker_walk (protocol) it lost the two seeds that
+    walk without it. (watch_against_older on as well: all along.)"""
     watch_penalty: float = 0.0
     """When the run watch fires, the agent's reward loses this weight x the ensemble's std for the
     iteration (pessimism only while the members split; see uncertainty_penalty). 0: off."""
