@@ -140,6 +140,7 @@ DOT200_CLIPS = DOT200 + "-fragment_length=10"  # the 10-step clips of the 2-core
 DOT_LIFTED = FLOOR + DOT200 + LIFTED + "-fragment_length=10"  # today's default on the dot (floor lifted)
 DOT_AGAIN = OLDER30 + DOT200_CLIPS + EARLY_ON  # today's default again (asks nothing)
 DOT_THIRD = "dot-machine-2026-11-30/"  # the dot's default and heads-only restart, on a third machine
+DOT_WHICH = "dot-which-head-2026-11-30/"  # the restart of one head only, the default's stuck seeds
 DOT_FADE = "floor-fade-2026-11-30/" + DOT200 + "-floor_schedule=labels-fragment_length=10"  # the fading floor
 KW32 = '-env.kwargs={"size": 32}'  # the moving dot at 32 px
 DOT32 = "prefrl/MovingDot-v0-ppo-oracle-400l-50000s"  # at 400 labels and 50,000 steps
@@ -601,6 +602,27 @@ COMPARISONS: dict[str, Comparison] = {
                     DOT_THIRD + DOT200_CLIPS,
                     RESET + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
                     DOT_THIRD + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
+                ),
+            ),
+        ),
+    ),
+    "dot-which-head": Comparison(
+        (
+            "row (PPO), on the third machine",
+            "today's default",
+            "restarted half-way, both heads (`--loop agent_reset_layers=heads`)",
+            "the action head only (`--loop agent_reset_layers=action`)",
+            "the value head only (`--loop agent_reset_layers=value`)",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips: seeds 0-4, then the "
+                "default's stuck seeds 1-3 only",
+                (
+                    DOT_THIRD + DOT200_CLIPS,
+                    DOT_THIRD + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
+                    DOT_WHICH + DOT200 + RESET_ON + "-agent_reset_layers=action-fragment_length=10",
+                    DOT_WHICH + DOT200 + RESET_ON + "-agent_reset_layers=value-fragment_length=10",
                 ),
             ),
         ),
