@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from prefrl.data.trajectories import TrajectoryBatch
-from prefrl.interpret.evaluation import predicted_rewards
 from prefrl.interpret.rewardfn import index_obs
 from prefrl.rewards.nets import RewardNet
 
@@ -60,19 +59,16 @@ class PolicyScore:
     reward is of this behaviour; None for a one-member reward)."""
 
 
-def member_spread(net: RewardNet, batch: TrajectoryBatch, chunk: int = 8192) -> np.ndarray | None:
-    """The ensemble members' standard deviation ``[T]`` on each transition of ``batch`` (its
-    ``step_rows``), or ``None`` for a one-member reward."""
-    if net.ensemble_size < 2:
-        return None
-    rows, dones = batch.step_rows, batch.dones
+def member_rewards(net: RewardNet, batch: TrajectoryBatch, chunk: int = 8192) -> np.ndarray:
+    """Each ensemble member's reward ``[E, T]`` on the transitions of ``batch`` (its
+    ``step_rows``), in one pass per chunk: their mean is the reward, their spread the
+    disagreement."""
+    rows, dones, obs = batch.step_rows, batch.dones, batch.obs
     out = [
-        net.predict_members(
-            index_obs(batch.obs, r), batch.acts[r], index_obs(batch.obs, r + 1), dones[r]
-        ).std(0)
+        net.predict_members(index_obs(obs, r), batch.acts[r], index_obs(obs, r + 1), dones[r])
         for r in (rows[s : s + chunk] for s in range(0, len(rows), chunk))
     ]
-    return np.concatenate(out).astype(np.float64)
+    return np.concatenate(out, axis=-1).astype(np.float64)
 
 
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
@@ -87,8 +83,9 @@ def score_policy(net: RewardNet, name: str, batch: TrajectoryBatch) -> PolicySco
     rows = batch.step_rows
     if len(rows) < 2:
         raise ValueError(f"{name}: need at least 2 transitions to score a policy, got {len(rows)}")
-    learned = predicted_rewards(net, batch) - net.absorbing_value()
-    learned[batch.starts + batch.lengths] = 0.0  # final rows hold no transition
+    members = member_rewards(net, batch)  # [E, T]: the ensemble runs once for mean and spread
+    learned = np.zeros(len(batch.acts), dtype=np.float64)  # final rows hold no transition: 0
+    learned[rows] = members.mean(0) - net.absorbing_value()
     episode = np.repeat(np.arange(len(batch)), batch.lengths + 1)
     l_mean, l_se = _mean_se(learned[rows])
     score = dict(
@@ -103,9 +100,8 @@ def score_policy(net: RewardNet, name: str, batch: TrajectoryBatch) -> PolicySco
         true_per_step_se=None,
         true_return=None,
     )
-    spread = member_spread(net, batch)
-    if spread is not None:
-        score["learned_disagreement"] = float(spread.mean())
+    if len(members) > 1:  # one member: no disagreement to give
+        score["learned_disagreement"] = float(members.std(0).mean())
     if batch.rews is not None:
         t_mean, t_se = _mean_se(batch.rews[rows].astype(np.float64))
         true_ret = float(np.bincount(episode, batch.rews.astype(np.float64), len(batch)).mean())
