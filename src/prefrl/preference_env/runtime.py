@@ -64,6 +64,7 @@ class Runtime:
         self.ring: SegmentRing | None = None
         self.requests: SharedArrays | None = None
         self._pipes: list[Any] = []
+        self._asked = 0  # the number of the last command sent to the trainer
         if not (config.labels or config.trains):
             return
         ctx = mp.get_context(config.context_method())
@@ -192,17 +193,21 @@ class Runtime:
 
         The trainer answers between two rounds of its fit, so a reply can take as long as a
         round. ``timeout`` (seconds) bounds the wait; ``None`` (the default) waits as long as the
-        trainer process lives: :meth:`check` raises as soon as it dies."""
+        trainer process lives: :meth:`check` raises as soon as it dies. Commands are numbered, so
+        the late answer to a request that timed out is dropped, never read as a later one's."""
         if "trainer" not in self.procs:
             raise RuntimeError(f"mode {self.config.mode!r} runs no trainer process to ask")
         self.check()
-        self.commands.put(cmd)
+        self._asked += 1
+        self.commands.put((self._asked, *cmd))
         end = math.inf if timeout is None else time.monotonic() + timeout
         while time.monotonic() < end:
             try:
-                status, value = self.replies.get(timeout=0.2)
+                number, status, value = self.replies.get(timeout=0.2)
             except queue.Empty:
                 self.check()
+                continue
+            if number != self._asked:  # the late answer to a request that timed out
                 continue
             if status != "ok":
                 raise RuntimeError(f"the trainer process could not do {cmd[0]!r}: {value}")

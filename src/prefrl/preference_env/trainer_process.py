@@ -66,7 +66,8 @@ def trainer(
 
     ``prefs`` carries the labeller's ``(message, pairs [p, 2], labels [p])`` (see
     :func:`~prefrl.preference_env.workers.merge_messages`); ``commands`` / ``replies`` the
-    environment process's ``("save", path, val_fraction)`` and ``("ok", [path, ...])``.
+    environment process's numbered ``(number, "save", path, val_fraction)`` and
+    ``(number, "ok", [path, ...])`` (or ``(number, "error", message)``).
     """
     replies.cancel_join_thread()
     net = build_reward_net(s.net_config)
@@ -102,11 +103,12 @@ def trainer(
                 cmd = commands.get_nowait()
             except queue.Empty:
                 break
-            if cmd[0] == "save":
+            number, name, *args = cmd
+            if name == "save":
                 try:
-                    replies.put(("ok", [str(p) for p in ds.save_split(cmd[1], cmd[2])]))
+                    replies.put((number, "ok", [str(p) for p in ds.save_split(args[0], args[1])]))
                 except Exception as e:
-                    replies.put(("error", f"{type(e).__name__}: {e}"))
+                    replies.put((number, "error", f"{type(e).__name__}: {e}"))
         done = s.max_train_steps is not None and fit.global_step >= s.max_train_steps
         if not s.train or len(ds) < s.min_labels or done:
             continue
