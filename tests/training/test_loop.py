@@ -427,6 +427,22 @@ def test_exploration_bonus_follows_disagreement_and_decays() -> None:
         LoopConfig(exploration_bonus_decay=1.0)
 
 
+def test_exploration_bonus_on_the_labels_schedule_fades_with_the_budget() -> None:
+    """With exploration_bonus_schedule labels the bonus is its weight x the share of the label
+    budget still to ask: whole before the first query, falling as queries are asked, 0 once
+    the last is (logged as agent/bonus); an unknown schedule is refused."""
+    cfg = LoopConfig(total_steps=1000, total_labels=8, iterations=4, initial_steps=200, fragment_length=20,
+                     exploration_bonus=0.5, exploration_bonus_schedule="labels")  # fmt: skip
+    loop = build(cfg)
+    assert loop.bonus_weight() == 0.5
+    loop.run()
+    bonus = [h["agent/bonus"] for h in loop.state.history if "agent/bonus" in h]
+    assert bonus[0] == 0.5 and bonus == sorted(bonus, reverse=True) and len(set(bonus)) > 1
+    assert loop.bonus_weight() == 0.0 and loop.labels.budget.remaining == 0
+    with pytest.raises(ValueError, match="exploration_bonus_schedule"):
+        LoopConfig(exploration_bonus_schedule="episodes")  # type: ignore[arg-type]
+
+
 def test_uncertainty_penalty_takes_the_ensembles_spread_off_the_reward() -> None:
     """Pessimism: the agent's reward loses penalty x ensemble std, every iteration (no decay),
     so transitions the members disagree on pay less; a negative penalty is refused."""

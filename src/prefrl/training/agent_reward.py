@@ -33,16 +33,22 @@ class AgentRewardState(TypedDict):
     """The normaliser's statistics (``None``: a loop without a learned reward, offline)."""
 
 
-def bonus_weight(config: LoopConfig, env_steps: int) -> float:
-    """The weight of the ensemble's std in the agent's reward after ``env_steps`` steps: the
-    exploration bonus ``exploration_bonus (1 - decay)^env_steps`` minus ``uncertainty_penalty``.
+def bonus_weight(config: LoopConfig, env_steps: int, labels_left: float = 1.0) -> float:
+    """The weight of the ensemble's std in the agent's reward after ``env_steps`` steps, with
+    ``labels_left`` of the label budget still to ask (0 to 1): the exploration bonus
+    ``exploration_bonus (1 - decay)^env_steps`` (schedule ``steps``) or ``exploration_bonus x
+    labels_left`` (schedule ``labels``), minus ``uncertainty_penalty``.
 
     Example:
         >>> bonus_weight(LoopConfig(exploration_bonus=0.5, exploration_bonus_decay=0.5), 2)
         0.125
+        >>> bonus_weight(LoopConfig(exploration_bonus=0.5, exploration_bonus_schedule="labels"), 2, 0.5)
+        0.25
     """
     bonus = 0.0
-    if config.exploration_bonus > 0:
+    if config.exploration_bonus > 0 and config.exploration_bonus_schedule == "labels":
+        bonus = config.exploration_bonus * min(1.0, max(0.0, labels_left))
+    elif config.exploration_bonus > 0:
         bonus = config.exploration_bonus * (1.0 - config.exploration_bonus_decay) ** env_steps
     return bonus - config.uncertainty_penalty
 
@@ -68,10 +74,11 @@ class AgentReward:
             reward.normalizer.shift = "median"
         self._tie_explorer: StateEntropyReward | None = None  # one memory of visited states for the run
 
-    def set_bonus(self, env_steps: int, penalty: float = 0.0) -> None:
-        """RUNE's bonus or the penalty for the steps taken (also in a relabelled buffer), less
-        ``penalty`` (the run watch's, while it fires)."""
-        self.reward.set_bonus(bonus_weight(self.config, env_steps) - penalty)
+    def set_bonus(self, env_steps: int, penalty: float = 0.0, labels_left: float = 1.0) -> None:
+        """RUNE's bonus or the penalty for the steps taken and the share of the label budget
+        still to ask (also in a relabelled buffer), less ``penalty`` (the run watch's, while it
+        fires)."""
+        self.reward.set_bonus(bonus_weight(self.config, env_steps, labels_left) - penalty)
 
     def see(self, batch: TrajectoryBatch) -> None:
         """Once an episode has terminated, normalise the agent's reward by scale only.

@@ -244,7 +244,15 @@ class LoopConfig:
     """RUNE: the agent's reward gets this weight x the reward ensemble's std (its
     disagreement), decaying as exploration_bonus x (1 - exploration_bonus_decay)^env_steps; 0: off."""
     exploration_bonus_decay: float = 1e-4
-    """RUNE: decay of the exploration bonus per environment step."""
+    """RUNE: decay of the exploration bonus per environment step (exploration_bonus_schedule
+    steps)."""
+    exploration_bonus_schedule: Literal["steps", "labels"] = "steps"
+    """How the exploration bonus fades. steps: RUNE's exponential decay per environment step
+    (exploration_bonus_decay), the same whatever the run's length and label schedule. labels:
+    the bonus scaled by the share of the label budget still to be asked, as floor_schedule
+    labels scales the entropy floor, so the agent is drawn to what the reward's members dispute
+    while labels can still settle it, whatever the run's length, and not at all once the last
+    query is asked (exploration_bonus_decay is then unused)."""
     uncertainty_penalty: float = 0.0
     """Pessimism: the agent's reward loses this weight x the reward ensemble's std (no decay), so
     where the members disagree (states no label covers) the reward counts for less and the agent
@@ -351,6 +359,10 @@ class LoopConfig:
             )
         if self.uncertainty_penalty < 0:
             raise ValueError(f"need uncertainty_penalty >= 0, got {self.uncertainty_penalty}")
+        if self.exploration_bonus_schedule not in ("steps", "labels"):
+            raise ValueError(
+                f"exploration_bonus_schedule must be steps or labels, got {self.exploration_bonus_schedule!r}"
+            )
         if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
             raise ValueError(
                 f"need exploration_bonus >= 0 and exploration_bonus_decay in [0, 1), got "

@@ -188,7 +188,7 @@ class PreferenceLoop:
     def bonus_weight(self) -> float:
         """The weight of the ensemble's std in the agent's reward now
         (:func:`~prefrl.training.agent_reward.bonus_weight`)."""
-        return bonus_weight(self.config, self.env_steps)
+        return bonus_weight(self.config, self.env_steps, self._labels_left())
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, float]:
@@ -229,7 +229,9 @@ class PreferenceLoop:
     def _iteration(self, i: int) -> dict[str, float]:
         m: dict[str, float] = {"iteration": float(i)}
         if self.signal is not None:  # RUNE's bonus or the penalty (also in a relabelled buffer)
-            self.signal.set_bonus(self.env_steps)
+            self.signal.set_bonus(self.env_steps, labels_left=self._labels_left())
+            if self.config.exploration_bonus > 0:
+                m["agent/bonus"] = self.signal.reward.bonus
         batch = self.clips.gather(self.agent_step.policy())
         if self.restore is not None and i > 0:  # the policy that played the newest episodes
             self.restore.remember(self.agent, batch, self.env_steps)
@@ -246,7 +248,7 @@ class PreferenceLoop:
             alarm = self.watch.alarm(m, self.config.watch_agreement)
             m["watch/alarm"] = float(alarm)
         if alarm and self.signal is not None and self.config.watch_penalty > 0:
-            self.signal.set_bonus(self.env_steps, self.config.watch_penalty)
+            self.signal.set_bonus(self.env_steps, self.config.watch_penalty, self._labels_left())
         due = self.labels.budget.due(i)  # lost submits: spread, not in a lump
         probed = self.labels.probed(due)  # people, every answer a tie: a few
         if probed < due:
@@ -312,12 +314,15 @@ class PreferenceLoop:
         """How much of the agent's entropy floor acts this iteration (``floor_schedule``,
         ``floor_after_queries``): 1 (all of it) or, with ``labels``, the share of the label
         budget still to be asked; 0 once the budget is spent, unless the floor is kept."""
-        budget = self.labels.budget
-        if budget.remaining <= 0:
+        if self.labels.budget.remaining <= 0:
             return 1.0 if self.config.floor_after_queries else 0.0
-        if self.config.floor_schedule == "labels":
-            return budget.remaining / max(1, int(budget.alloc.sum()))
-        return 1.0
+        return self._labels_left() if self.config.floor_schedule == "labels" else 1.0
+
+    def _labels_left(self) -> float:
+        """The share of the label budget still to be asked (1 before the first query, 0 once
+        the budget is spent)."""
+        budget = self.labels.budget
+        return max(0, budget.remaining) / max(1, int(budget.alloc.sum()))
 
     def _reset_trial(self, i: int) -> dict[str, float]:
         """``agent_reset_trial``'s iteration: give the replaced policy back where the reward now
