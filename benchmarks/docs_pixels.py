@@ -438,6 +438,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "frozen": frozen,
     "policies": policies,
     "policies-walker": lambda res: policies(res, "walker"),
+    "policies-rune-walker": lambda res: policies(res, "rune-walker"),
     "events": events,
     "coinrun": coinrun,
 }

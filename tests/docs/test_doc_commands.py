@@ -413,7 +413,7 @@ RULES: tuple[Rule, ...] = (
         script_is("benchmarks/frontier.py"),
         lambda a: frontier_short(a, [*a, "--steps", "11000", "--labels", "10", "--seeds", "1"]),
         slow=lambda a: True,
-        outputs=lambda a: ["runs/frontier/*/*-seed0.json"],
+        outputs=lambda a: [f"runs/frontier/*/*-seed{opt(a, '--seed') or 0}.json"],  # --side's --seed
     ),
     Rule(  # reads the committed results; the plot goes to the sandbox, not into docs/
         "benchmarks/summarize.py",
