@@ -121,6 +121,8 @@ PUSH50 = "Pusher-v5-sac-oracle-50l-15000s"
 TIES, NO_PROBE = "tie-probe/", "-tie_probe=0"  # the tie probe's rows, in their own folder
 EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised tie exploration's rows
 CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
+BONUS30 = "bonus-labels-2026-11-30/"  # RUNE's bonus at a weight that matters, fading with the labels
+BONUS_ON = "-exploration_bonus=3.0-exploration_bonus_schedule=labels"
 OLDER30 = "against-older-2026-11-30/"  # the failed HalfCheetah seed again, on the machine of sessions 41-48
 OLDER28 = "against-older-2026-11-28/"  # newest-vs-older forms and today's default, on a second machine
 CONFIRM_ON = "-watch_against_older_confirm=True"  # the early queries until confirmed (removed)
@@ -406,11 +408,21 @@ COMPARISONS: dict[str, Comparison] = {
             "today's default",
             "`--loop.watch-requery`",
             "`--loop.watch-penalty 1`",
+            "RUNE's bonus at 3, fading with the labels",
         ),
         (
             (
                 "the failed seed (1) alone",
-                (WATCH + HC50, WATCH + HC50 + "-watch_requery=True", WATCH + HC50 + "-watch_penalty=1.0"),
+                (
+                    WATCH + HC50,
+                    WATCH + HC50 + "-watch_requery=True",
+                    WATCH + HC50 + "-watch_penalty=1.0",
+                    None,
+                ),
+            ),
+            (
+                "the same seed, 2026-11-30 (two runs side by side on one 2-core machine)",
+                (BONUS30 + HC50, None, None, BONUS30 + HC50 + BONUS_ON),
             ),
         ),
     ),
