@@ -421,7 +421,7 @@ COMPARISONS: dict[str, Comparison] = {
                 ),
             ),
             (
-                "the same seed, 2026-11-30 (two runs side by side on one 2-core machine)",
+                "seeds 0 and 1, 2026-11-30 (the two columns side by side on one 2-core machine)",
                 (BONUS30 + HC50, None, None, BONUS30 + HC50 + BONUS_ON),
             ),
         ),
