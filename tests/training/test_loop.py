@@ -443,6 +443,34 @@ def test_exploration_bonus_on_the_labels_schedule_fades_with_the_budget() -> Non
         LoopConfig(exploration_bonus_schedule=cast(Any, "episodes"))
 
 
+def test_exploration_bonus_gate_pays_the_bonus_only_while_fresh_labels_are_guessed_wrong() -> None:
+    """With exploration_bonus_gate the bonus is scaled by how far the reward's accuracy on its
+    fresh labels (reward/fresh_accuracy, logged before it trains on them) sits below the gate:
+    whole at chance, none at the gate or above, whole before any label was scored; each
+    iteration's logged bonus follows the newest accuracy logged before it; a gate at or below
+    chance is refused."""
+    cfg = LoopConfig(total_steps=1200, total_labels=12, iterations=5, initial_steps=200, fragment_length=20,
+                     exploration_bonus=0.5, exploration_bonus_decay=0, exploration_bonus_gate=0.75)  # fmt: skip
+    loop = build(cfg)
+    assert loop.bonus_weight() == 0.5  # nothing scored yet
+    loop.run()
+    history = loop.state.history
+    scored = [i for i, h in enumerate(history) if "reward/fresh_accuracy" in h]
+    assert scored and scored[0] < len(history) - 1  # an iteration after a scored one
+    for i, h in enumerate(history):
+        before = [history[j]["reward/fresh_accuracy"] for j in scored if j < i]
+        want = 0.5 if not before else 0.5 * min(1.0, max(0.0, (0.75 - before[-1]) / 0.25))
+        assert h["agent/bonus"] == pytest.approx(want)
+    loop.progress.history.append({"reward/fresh_accuracy": 0.9})
+    assert loop.bonus_weight() == 0.0
+    loop.progress.history.append({"reward/fresh_accuracy": 0.5})
+    assert loop.bonus_weight() == 0.5
+    loop.progress.history.append({"reward/fresh_accuracy": 0.7})
+    assert loop.bonus_weight() == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="exploration_bonus_gate"):
+        LoopConfig(exploration_bonus_gate=0.5)
+
+
 def test_uncertainty_penalty_takes_the_ensembles_spread_off_the_reward() -> None:
     """Pessimism: the agent's reward loses penalty x ensemble std, every iteration (no decay),
     so transitions the members disagree on pay less; a negative penalty is refused."""

@@ -33,24 +33,45 @@ class AgentRewardState(TypedDict):
     """The normaliser's statistics (``None``: a loop without a learned reward, offline)."""
 
 
-def bonus_weight(config: LoopConfig, env_steps: int, labels_left: float = 1.0) -> float:
+def bonus_weight(
+    config: LoopConfig, env_steps: int, labels_left: float = 1.0, fresh_accuracy: float | None = None
+) -> float:
     """The weight of the ensemble's std in the agent's reward after ``env_steps`` steps, with
-    ``labels_left`` of the label budget still to ask (0 to 1): the exploration bonus
+    ``labels_left`` of the label budget still to ask (0 to 1) and the reward's accuracy on its
+    fresh labels ``fresh_accuracy`` (``None``: none scored yet): the exploration bonus
     ``exploration_bonus (1 - decay)^env_steps`` (schedule ``steps``) or ``exploration_bonus x
-    labels_left`` (schedule ``labels``), minus ``uncertainty_penalty``.
+    labels_left`` (schedule ``labels``), scaled by :func:`bonus_gate`, minus
+    ``uncertainty_penalty``.
 
     Example:
         >>> bonus_weight(LoopConfig(exploration_bonus=0.5, exploration_bonus_decay=0.5), 2)
         0.125
         >>> bonus_weight(LoopConfig(exploration_bonus=0.5, exploration_bonus_schedule="labels"), 2, 0.5)
         0.25
+        >>> gated = LoopConfig(exploration_bonus=0.5, exploration_bonus_decay=0, exploration_bonus_gate=0.75)
+        >>> bonus_weight(gated, 2, fresh_accuracy=0.625), bonus_weight(gated, 2, fresh_accuracy=0.9)
+        (0.25, 0.0)
     """
     bonus = 0.0
     if config.exploration_bonus > 0 and config.exploration_bonus_schedule == "labels":
         bonus = config.exploration_bonus * min(1.0, max(0.0, labels_left))
     elif config.exploration_bonus > 0:
         bonus = config.exploration_bonus * (1.0 - config.exploration_bonus_decay) ** env_steps
-    return bonus - config.uncertainty_penalty
+    return bonus * bonus_gate(config.exploration_bonus_gate, fresh_accuracy) - config.uncertainty_penalty
+
+
+def bonus_gate(level: float | None, fresh_accuracy: float | None) -> float:
+    """How much of the exploration bonus is paid (0 to 1) when the reward guesses its fresh
+    labels with ``fresh_accuracy``: ``(level - a) / (level - 0.5)`` clipped to [0, 1]; 1 with no
+    gate (``level`` None) or no accuracy yet.
+
+    Example:
+        >>> bonus_gate(0.75, 0.5), bonus_gate(0.75, 0.7), bonus_gate(0.75, 0.8), bonus_gate(None, 0.9)
+        (1.0, 0.2, 0.0, 1.0)
+    """
+    if level is None or fresh_accuracy is None:
+        return 1.0
+    return round(min(1.0, max(0.0, (level - fresh_accuracy) / (level - 0.5))), 12)
 
 
 class AgentReward:
@@ -74,11 +95,18 @@ class AgentReward:
             reward.normalizer.shift = "median"
         self._tie_explorer: StateEntropyReward | None = None  # one memory of visited states for the run
 
-    def set_bonus(self, env_steps: int, penalty: float = 0.0, labels_left: float = 1.0) -> None:
-        """RUNE's bonus or the penalty for the steps taken and the share of the label budget
-        still to ask (also in a relabelled buffer), less ``penalty`` (the run watch's, while it
-        fires)."""
-        self.reward.set_bonus(bonus_weight(self.config, env_steps, labels_left) - penalty)
+    def set_bonus(
+        self,
+        env_steps: int,
+        penalty: float = 0.0,
+        labels_left: float = 1.0,
+        fresh_accuracy: float | None = None,
+    ) -> None:
+        """RUNE's bonus or the penalty for the steps taken, the share of the label budget still
+        to ask and the reward's accuracy on its fresh labels (also in a relabelled buffer), less
+        ``penalty`` (the run watch's, while it fires)."""
+        weight = bonus_weight(self.config, env_steps, labels_left, fresh_accuracy)
+        self.reward.set_bonus(weight - penalty)
 
     def see(self, batch: TrajectoryBatch) -> None:
         """Once an episode has terminated, normalise the agent's reward by scale only.

@@ -253,6 +253,14 @@ class LoopConfig:
     labels scales the entropy floor, so the agent is drawn to what the reward's members dispute
     while labels can still settle it, whatever the run's length, and not at all once the last
     query is asked (exploration_bonus_decay is then unused)."""
+    exploration_bonus_gate: float | None = None
+    """The exploration bonus only where the reward is unreliable: with a level above 0.5, the
+    bonus is scaled by (level - a) / (level - 0.5), clipped to [0, 1], where a is the reward
+    model's accuracy on the labels that came since its previous update, guessed before it trains
+    on them (reward/fresh_accuracy, a held-out figure that needs no true reward): the whole bonus
+    while the reward guesses its fresh labels no better than chance, none once it guesses at
+    least the level. The whole bonus before the first labels are scored. None: the bonus is
+    always paid (its schedule alone)."""
     uncertainty_penalty: float = 0.0
     """Pessimism: the agent's reward loses this weight x the reward ensemble's std (no decay), so
     where the members disagree (states no label covers) the reward counts for less and the agent
@@ -362,6 +370,11 @@ class LoopConfig:
         if self.exploration_bonus_schedule not in ("steps", "labels"):
             raise ValueError(
                 f"exploration_bonus_schedule must be steps or labels, got {self.exploration_bonus_schedule!r}"
+            )
+        gate = self.exploration_bonus_gate
+        if gate is not None and not 0.5 < gate <= 1.0:
+            raise ValueError(
+                f"exploration_bonus_gate must be in (0.5, 1] (an accuracy above chance), got {gate}"
             )
         if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
             raise ValueError(

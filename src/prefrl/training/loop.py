@@ -188,7 +188,7 @@ class PreferenceLoop:
     def bonus_weight(self) -> float:
         """The weight of the ensemble's std in the agent's reward now
         (:func:`~prefrl.training.agent_reward.bonus_weight`)."""
-        return bonus_weight(self.config, self.env_steps, self._labels_left())
+        return bonus_weight(self.config, self.env_steps, self._labels_left(), self._fresh_accuracy())
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, float]:
@@ -229,7 +229,8 @@ class PreferenceLoop:
     def _iteration(self, i: int) -> dict[str, float]:
         m: dict[str, float] = {"iteration": float(i)}
         if self.signal is not None:  # RUNE's bonus or the penalty (also in a relabelled buffer)
-            self.signal.set_bonus(self.env_steps, labels_left=self._labels_left())
+            self.signal.set_bonus(self.env_steps, labels_left=self._labels_left(),
+                                  fresh_accuracy=self._fresh_accuracy())  # fmt: skip
             if self.config.exploration_bonus > 0:
                 m["agent/bonus"] = self.signal.reward.bonus
         batch = self.clips.gather(self.agent_step.policy())
@@ -248,7 +249,8 @@ class PreferenceLoop:
             alarm = self.watch.alarm(m, self.config.watch_agreement)
             m["watch/alarm"] = float(alarm)
         if alarm and self.signal is not None and self.config.watch_penalty > 0:
-            self.signal.set_bonus(self.env_steps, self.config.watch_penalty, self._labels_left())
+            self.signal.set_bonus(self.env_steps, self.config.watch_penalty, self._labels_left(),
+                                  self._fresh_accuracy())  # fmt: skip
         due = self.labels.budget.due(i)  # lost submits: spread, not in a lump
         probed = self.labels.probed(due)  # people, every answer a tie: a few
         if probed < due:
@@ -323,6 +325,15 @@ class PreferenceLoop:
         the budget is spent)."""
         budget = self.labels.budget
         return max(0, budget.remaining) / max(1, int(budget.alloc.sum()))
+
+    def _fresh_accuracy(self) -> float | None:
+        """The reward's latest accuracy on its fresh labels (``reward/fresh_accuracy`` of the
+        newest iteration that logged one; ``None`` before any was scored). Read from the
+        history, so a resumed run gates its bonus as the crashed one did."""
+        for row in reversed(self.progress.history):
+            if "reward/fresh_accuracy" in row:
+                return float(row["reward/fresh_accuracy"])
+        return None
 
     def _reset_trial(self, i: int) -> dict[str, float]:
         """``agent_reset_trial``'s iteration: give the replaced policy back where the reward now
