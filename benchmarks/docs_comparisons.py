@@ -123,6 +123,11 @@ EXPLORE, STUCK = "tie-explore/", "-tie_exploration_stuck=True"  # standardised t
 CART10_WATCH = "watch-2026-11-28/" + CART10 + "-watch_restore=3.6"  # CartPole 10 at the defaults before
 BONUS30 = "bonus-labels-2026-11-30/"  # RUNE's bonus at a weight that matters, fading with the labels
 BONUS_ON = "-exploration_bonus=3.0-exploration_bonus_schedule=labels"
+GATE30 = "bonus-gate-2026-11-30/"  # the bonus gated by the fresh labels, beside no bonus and the bonus alone
+GATE_ON = "-exploration_bonus=3.0-exploration_bonus_gate=0.75-exploration_bonus_schedule=labels"
+CENTRED30 = (
+    "bonus-centred-2026-11-30/"  # the same, measured from the newest steps' mean std where episodes end
+)
 OLDER30 = "against-older-2026-11-30/"  # the failed HalfCheetah seed again, on the machine of sessions 41-48
 OLDER28 = "against-older-2026-11-28/"  # newest-vs-older forms and today's default, on a second machine
 CONFIRM_ON = "-watch_against_older_confirm=True"  # the early queries until confirmed (removed)
@@ -424,6 +429,39 @@ COMPARISONS: dict[str, Comparison] = {
                 "seeds 0 and 1, 2026-11-30 (the two columns side by side on one 2-core machine)",
                 (BONUS30 + HC50, None, None, BONUS30 + HC50 + BONUS_ON),
             ),
+        ),
+    ),
+    "bonus-gate": Comparison(
+        (
+            "row (5 seeds unless named; 2026-11-30, every column side by side on one 2-core machine)",
+            "today's default (no bonus)",
+            "RUNE's bonus at 3, fading with the labels",
+            "+ gated by the fresh labels at 0.75",
+            "+ measured from the newest steps' mean where episodes end",
+        ),
+        (
+            (
+                "HalfCheetah-v5, 50 labels, 100,000 steps (episodes never end)",
+                (GATE30 + HC50, GATE30 + HC50 + BONUS_ON, GATE30 + HC50 + GATE_ON, Text("= gated")),
+            ),
+            (
+                "LunarLanderContinuous-v3, 50 labels, 50,000 steps",
+                (
+                    GATE30 + LUNAR,
+                    GATE30 + LUNAR + BONUS_ON,
+                    GATE30 + LUNAR + GATE_ON,
+                    CENTRED30 + LUNAR + GATE_ON,
+                ),
+            ),
+            (
+                "CartPole-v1 (PPO), 10 labels, 50,000 steps",
+                (GATE30 + CART10, None, None, CENTRED30 + CART10 + GATE_ON),
+            ),
+            (
+                "Pendulum-v1, 10 labels, 15,000 steps (episodes never end)",
+                (GATE30 + PEND10, None, GATE30 + PEND10 + GATE_ON, Text("= gated")),
+            ),
+            ("Hopper-v5, 100 labels, 100,000 steps", (GATE30 + HOP, None, None, CENTRED30 + HOP + GATE_ON)),
         ),
     ),
     "tie-probe": Comparison(

@@ -449,8 +449,9 @@ def test_exploration_bonus_gate_pays_the_bonus_only_while_fresh_labels_are_guess
     whole at chance, none at the gate or above, whole before any label was scored; each
     iteration's logged bonus follows the newest accuracy logged before it; a gate at or below
     chance is refused."""
-    cfg = LoopConfig(total_steps=1200, total_labels=12, iterations=5, initial_steps=200, fragment_length=20,
-                     exploration_bonus=0.5, exploration_bonus_decay=0, exploration_bonus_gate=0.75)  # fmt: skip
+    cfg = LoopConfig(total_steps=1200, total_labels=12, iterations=5, initial_steps=200,
+                     fragment_length=20, exploration_bonus=0.5, exploration_bonus_decay=0,
+                     exploration_bonus_gate=0.75)  # fmt: skip
     loop = build(cfg)
     assert loop.bonus_weight() == 0.5  # nothing scored yet
     loop.run()
@@ -469,6 +470,38 @@ def test_exploration_bonus_gate_pays_the_bonus_only_while_fresh_labels_are_guess
     assert loop.bonus_weight() == pytest.approx(0.1)
     with pytest.raises(ValueError, match="exploration_bonus_gate"):
         LoopConfig(exploration_bonus_gate=0.5)
+
+
+def test_where_episodes_end_the_bonus_pays_disagreement_above_the_newest_steps_mean() -> None:
+    """CartPole's falls switch the agent's reward to scale only; the bonus is then measured from
+    the newest steps' mean ensemble std (bonus_center), so over those steps it adds 0 on average:
+    disagreement above the usual pays, staying alive does not. A checkpoint keeps the centre. On
+    Pendulum (no end) the normaliser centres the whole reward and the centre stays 0."""
+    from prefrl.agents.rollout import collect_episodes
+
+    cfg = LoopConfig(total_steps=600, total_labels=4, iterations=2, initial_steps=300, fragment_length=30,
+                     exploration_bonus=1.0, exploration_bonus_decay=0)  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    loop.run()
+    reward, signal = loop.reward, cast(Any, loop.signal)
+    assert reward is not None and not reward.normalizer.center and reward.bonus_center > 0
+    batch = collect_episodes(loop.side_env, n_steps=200, seed=3)
+    signal.changed(batch, loop.agent)
+    obs, acts, nxt, dones = batch.transitions(batch.step_rows)
+    _, std = loop.net.predict(obs, acts, nxt, dones)
+    assert reward.bonus_center == pytest.approx(float(np.mean(std)), rel=1e-4)
+    with_bonus = reward.raw(obs, acts, nxt, dones)
+    reward.set_bonus(0.0)
+    added = with_bonus - reward.raw(obs, acts, nxt, dones)
+    np.testing.assert_allclose(added, std - reward.bonus_center, rtol=1e-4, atol=1e-5)
+    assert abs(float(np.mean(added))) < 1e-4 and added.max() > 0 > added.min()
+    state, center = signal.state_dict(), reward.bonus_center
+    reward.bonus_center = 0.0
+    signal.load_state_dict(state)
+    assert reward.bonus_center == center
+    loop = build(cfg)  # Pendulum: never ends
+    loop.run()
+    assert loop.reward is not None and loop.reward.normalizer.center and loop.reward.bonus_center == 0.0
 
 
 def test_uncertainty_penalty_takes_the_ensembles_spread_off_the_reward() -> None:

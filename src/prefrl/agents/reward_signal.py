@@ -45,6 +45,11 @@ class LearnedReward:
         """Weight of the ensemble's std in the reward: ``bonus x`` std is added to it, so with a
         positive weight the agent seeks what the reward model is unsure about (RUNE; the loop
         decays it) and with a negative one avoids it (the loop's ``uncertainty_penalty``)."""
+        self.bonus_center = 0.0
+        """The ensemble std the bonus is measured from: ``bonus x (std - bonus_center)`` is
+        added. 0 unless the owner sets it; the loop sets the newest steps' mean std where the
+        reward is normalised by scale only (episodes terminate), so the bonus pays disagreement
+        above the usual, not surviving (and a penalty does not pay ending)."""
         self.fast = False
         """Compute small batches (an agent's per-step rewards) with the NumPy inference path of
         :class:`~prefrl.rewards.inference.FastReward`, compiled from the network's weights; the
@@ -91,7 +96,8 @@ class LearnedReward:
     @torch.no_grad()
     def raw(self, obs: RawBatch, acts: Array, next_obs: RawBatch, dones: Array | None = None) -> np.ndarray:
         """Ensemble-mean reward ``[*lead]`` for transitions ``[*lead, ...]``, minus the
-        absorbing-state reward (unnormalised), plus ``bonus x`` the ensemble std."""
+        absorbing-state reward (unnormalised), plus ``bonus x`` the ensemble std less
+        :attr:`bonus_center`."""
         if self.fast and not self.bonus and isinstance(acts, np.ndarray) and len(acts) <= FAST_MAX_BATCH:
             if self._fast_fn is None:
                 from prefrl.rewards.inference import FastReward
@@ -104,7 +110,7 @@ class LearnedReward:
         mean, std = self.net.predict(obs, acts, next_obs, dones)
         out = mean - self.net.absorbing_value()
         if self.bonus:
-            out = out + self.bonus * std
+            out = out + self.bonus * (std - self.bonus_center)
         return out.astype(np.float32)
 
     def __call__(

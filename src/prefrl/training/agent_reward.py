@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TypedDict
 
+import numpy as np
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from typing_extensions import NotRequired  # Python 3.10
 
 from prefrl.agents.entropy import StateEntropyReward
 from prefrl.agents.protocols import Agent
@@ -31,6 +33,8 @@ class AgentRewardState(TypedDict):
 
     normalizer: dict[str, float | bool | str] | None
     """The normaliser's statistics (``None``: a loop without a learned reward, offline)."""
+    bonus_center: NotRequired[float]
+    """The ensemble std the bonus is measured from (absent in older checkpoints: 0)."""
 
 
 def bonus_weight(
@@ -149,6 +153,7 @@ class AgentReward:
         if agent is None:
             return
         self.reward.refresh()
+        self._center_bonus(batch)
         if isinstance(agent, OffPolicyAlgorithm):
             raw = relabel_replay_buffer(agent, self.reward.raw, self.config.relabel_batch)
             self.reward.normalizer.reset_to(raw)
@@ -157,14 +162,34 @@ class AgentReward:
             raw = batch_rewards(self.reward.net, self.reward.raw, batch)  # in passes: Atari's are GBs
             self.reward.normalizer.reset_to(raw)
 
+    def _center_bonus(self, batch: TrajectoryBatch) -> None:
+        """Where the reward is normalised by scale only (episodes terminate, so the absorbing
+        state stays worth 0), measure the bonus from the mean ensemble std of ``batch``'s steps:
+        a bonus of the std itself would pay every step alive (the agent would hover rather than
+        land, as an uncentred novelty reward would), a penalty every step towards an end.
+        Elsewhere the normaliser centres the bonus with the rest of the reward."""
+        config, reward = self.config, self.reward
+        weighed = (
+            (config.exploration_bonus or 0.0) > 0
+            or config.uncertainty_penalty > 0
+            or config.watch_penalty > 0
+        )
+        if not (weighed and reward.normalize and not reward.normalizer.center and batch.num_steps):
+            reward.bonus_center = 0.0
+            return
+        net = reward.net
+        std = batch_rewards(net, lambda *t: net.predict(*t)[1], batch)
+        reward.bonus_center = float(np.mean(std))
+
     def refresh(self) -> None:
         """The network's weights changed (a checkpoint loaded, a last fit): recompile the per-step path."""
         self.reward.refresh()
 
     def state_dict(self) -> AgentRewardState:
         """The checkpointed state: the normaliser's statistics."""
-        return {"normalizer": self.reward.normalizer.state_dict()}
+        return {"normalizer": self.reward.normalizer.state_dict(), "bonus_center": self.reward.bonus_center}
 
     def load_state_dict(self, state: AgentRewardState) -> None:
         if state.get("normalizer"):
             self.reward.normalizer.load_state_dict(dict(state["normalizer"] or {}))
+        self.reward.bonus_center = float(state.get("bonus_center", 0.0))
