@@ -445,7 +445,18 @@ COMPARISONS: dict[str, Comparison] = {
                 (GATE30 + HC50, GATE30 + HC50 + BONUS_ON, GATE30 + HC50 + GATE_ON, Text("= gated")),
             ),
             (
-                "LunarLanderContinuous-v3, 50 labels, 50,000 steps",
+                "Pendulum-v1, 10 labels, 15,000 steps (episodes never end)",
+                (GATE30 + PEND10, None, GATE30 + PEND10 + GATE_ON, Text("= gated")),
+            ),
+            *(
+                (
+                    f"{name}, 30 labels, 15,000 steps (3 seeds; episodes never end)",
+                    (GATE30 + row, None, GATE30 + row + GATE_ON, Text("= gated")),
+                )
+                for name, row in (("Swimmer-v5", SWIM), ("Reacher-v5", REACH))
+            ),
+            (
+                "LunarLanderContinuous-v3, 50 labels, 50,000 steps (the bonus alone: seed 0; gated: 0-2)",
                 (
                     GATE30 + LUNAR,
                     GATE30 + LUNAR + BONUS_ON,
@@ -454,14 +465,9 @@ COMPARISONS: dict[str, Comparison] = {
                 ),
             ),
             (
-                "CartPole-v1 (PPO), 10 labels, 50,000 steps",
+                "CartPole-v1 (PPO), 10 labels, 50,000 steps (every seed of both ends at 500)",
                 (GATE30 + CART10, None, None, CENTRED30 + CART10 + GATE_ON),
             ),
-            (
-                "Pendulum-v1, 10 labels, 15,000 steps (episodes never end)",
-                (GATE30 + PEND10, None, GATE30 + PEND10 + GATE_ON, Text("= gated")),
-            ),
-            ("Hopper-v5, 100 labels, 100,000 steps", (GATE30 + HOP, None, None, CENTRED30 + HOP + GATE_ON)),
         ),
     ),
     "tie-probe": Comparison(
