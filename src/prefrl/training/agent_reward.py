@@ -165,15 +165,11 @@ class AgentReward:
     def _center_bonus(self, batch: TrajectoryBatch) -> None:
         """Where the reward is normalised by scale only (episodes terminate, so the absorbing
         state stays worth 0), measure the bonus from the mean ensemble std of ``batch``'s steps:
-        a bonus of the std itself would pay every step alive (the agent would hover rather than
-        land, as an uncentred novelty reward would), a penalty every step towards an end.
-        Elsewhere the normaliser centres the bonus with the rest of the reward."""
+        a bonus of the std itself, never negative, would pay every step alive (as an uncentred
+        novelty reward would), a penalty every step towards an end. Elsewhere the normaliser
+        centres the bonus with the rest of the reward."""
         config, reward = self.config, self.reward
-        weighed = (
-            (config.exploration_bonus or 0.0) > 0
-            or config.uncertainty_penalty > 0
-            or config.watch_penalty > 0
-        )
+        weighed = config.exploration_bonus > 0 or config.uncertainty_penalty > 0 or config.watch_penalty > 0
         if not (weighed and reward.normalize and not reward.normalizer.center and batch.num_steps):
             reward.bonus_center = 0.0
             return
