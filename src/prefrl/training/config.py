@@ -253,7 +253,7 @@ class LoopConfig:
     labels scales the entropy floor, so the agent is drawn to what the reward's members dispute
     while labels can still settle it, whatever the run's length, and not at all once the last
     query is asked (exploration_bonus_decay is then unused)."""
-    exploration_bonus_gate: float | None = None
+    exploration_bonus_gate: OptFloat = None
     """The exploration bonus only where the reward is unreliable: with a level above 0.5, the
     bonus is scaled by (level - a) / (level - 0.5), clipped to [0, 1], where a is the reward
     model's accuracy on the labels that came since its previous update, guessed before it trains
