@@ -70,12 +70,12 @@ def bonus_gate(level: float | None, fresh_accuracy: float | None) -> float:
     gate (``level`` None) or no accuracy yet.
 
     Example:
-        >>> bonus_gate(0.75, 0.5), bonus_gate(0.75, 0.7), bonus_gate(0.75, 0.8), bonus_gate(None, 0.9)
-        (1.0, 0.2, 0.0, 1.0)
+        >>> bonus_gate(0.75, 0.5), bonus_gate(0.75, 0.625), bonus_gate(0.75, 0.8), bonus_gate(None, 0.9)
+        (1.0, 0.5, 0.0, 1.0)
     """
     if level is None or fresh_accuracy is None:
         return 1.0
-    return round(min(1.0, max(0.0, (level - fresh_accuracy) / (level - 0.5))), 12)
+    return min(1.0, max(0.0, (level - fresh_accuracy) / (level - 0.5)))
 
 
 class AgentReward:
