@@ -295,6 +295,28 @@ def test_auto_reward_output_is_bounded_where_episodes_terminate(env_id: str, wan
     assert out.trainer.l2_init == (0.0 if want == "tanh" else 0.01)
 
 
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        (["--env.id", "Pendulum-v1"], (3.0, "labels", 0.75)),  # never ends, a state reward: on
+        (["--env.id", "CartPole-v1"], (0.0, "steps", 0.0)),  # random episodes end: off
+        (["--env.id", "prefrl/MovingDot-v0"], (0.0, "steps", 0.0)),  # an image reward: off
+        (["--loop.uncertainty-penalty", "0.1"], (0.0, "steps", 0.0)),  # pessimism: off
+        (["--reward.ensemble-size", "1"], (0.0, "steps", 0.0)),  # no disagreement to pay
+        (["--loop.exploration-bonus", "0.05"], (0.05, "steps", 0.0)),  # RUNE's as published
+        (["--loop.exploration-bonus-gate", "0.9"], (3.0, "labels", 0.9)),  # a named gate is kept
+    ],
+)
+def test_the_gated_bonus_is_on_where_the_broad_first_reward_is(args: list[str], want: tuple) -> None:
+    """``--loop.exploration-bonus`` auto: RUNE's bonus at 3, fading with the labels and gated by
+    the fresh labels' accuracy, where random episodes only meet time limits and the reward reads
+    state vectors; off elsewhere; a weight given keeps RUNE's own schedule and no gate."""
+    from prefrl.run.resolve import resolve
+
+    loop = resolve(run_config.parse_args(args)).loop
+    assert (loop.exploration_bonus, loop.exploration_bonus_schedule, loop.exploration_bonus_gate) == want
+
+
 def test_headless_rendering_prints_no_sdl_error() -> None:
     """Issue 15.5: drawing clips on a machine without a display printed SDL's alarming
     "XDG_RUNTIME_DIR is invalid" line first thing."""

@@ -69,3 +69,12 @@ def test_a_config_file_from_before_the_random_steps_per_label_resumes_as_it_ran(
     assert config_from_dict(data).trainer.l2_init == 0.01
     del data["trainer"]["l2_init"]
     assert config_from_dict(data).trainer.l2_init == 0.0  # nor an L2 on the reward fit
+    assert data["loop"]["exploration_bonus"] == 3.0  # today: the gated bonus
+    for name in ("exploration_bonus", "exploration_bonus_schedule", "exploration_bonus_gate"):
+        del data["loop"][name]
+    loop = config_from_dict(data).loop  # nor a bonus
+    assert (loop.exploration_bonus, loop.exploration_bonus_schedule, loop.exploration_bonus_gate) == (
+        0,
+        "steps",
+        0,
+    )

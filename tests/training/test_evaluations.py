@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -31,7 +32,8 @@ def test_evaluations_every_interval_are_reported_and_survive_a_resume(tmp_path: 
     assert np.isclose(rep["eval_last10_mean"], np.mean([r for _, r in rep["evaluations"]]))
     assert all(-2000 < r <= 0 for _, r in rep["evaluations"])  # Pendulum returns over one episode
     # the rounds asked 4 labels before training and 4 at each of the next two iterations
-    asked = [row.split(",")[3] for row in (run / "metrics.csv").read_text().splitlines()[1:]]
+    with (run / "metrics.csv").open() as f:
+        asked = [row["labels/asked"] for row in csv.DictReader(f)]
     assert [float(a) for a in asked if a] == [4.0, 4.0, 4.0]
     # resuming the finished run keeps the evaluations it had (saved in the checkpoint)
     assert main(["train", "--resume", str(run), "--no-progress"]) == 0

@@ -45,7 +45,12 @@ RunDir = Annotated[
 
 
 ADDED: dict[str, dict[str, object]] = {
-    "LoopConfig": {"initial_steps_per_label": 0},
+    "LoopConfig": {
+        "initial_steps_per_label": 0,
+        "exploration_bonus": 0.0,
+        "exploration_bonus_schedule": "steps",
+        "exploration_bonus_gate": 0.0,
+    },
     "RewardTrainerConfig": {"l2_init": 0.0},
 }
 """Options a config file of an earlier release may lack (added since, or written before its

@@ -34,7 +34,7 @@ from prefrl.run.config import TrainConfig, config_from_dict
 from prefrl.run.identity import new_run_id
 from prefrl.seeding import stream_seed
 from prefrl.storage.checkpoint import read_json
-from prefrl.training.config import resolve_selection
+from prefrl.training.config import resolve_bonus, resolve_selection
 
 PROBE_STEPS = 2000
 """At most this many random steps (``--loop.initial-steps`` if fewer) tell whether an environment's
@@ -69,12 +69,14 @@ class Resolved(NamedTuple):
 
 def needs_termination(cfg: TrainConfig) -> bool:
     """Whether resolving ``cfg`` needs to know if random episodes terminate: a fresh run with
-    ``--reward.output auto``, or, with an agent, ``--loop.initial-steps-per-label`` or
-    ``--trainer.l2-init`` auto (a resumed run's config.json names what it used)."""
+    ``--reward.output auto``, or, with an agent, ``--loop.initial-steps-per-label``,
+    ``--trainer.l2-init`` or ``--loop.exploration-bonus`` auto (a resumed run's config.json names
+    what it used)."""
     if cfg.resume is not None or cfg.reward_from is not None:
         return False
     online = cfg.trajectory_path is None  # offline: no random steps, no agent
     auto_broad = cfg.loop.initial_steps_per_label is None or cfg.trainer.l2_init is None
+    auto_broad = auto_broad or cfg.loop.exploration_bonus is None
     return cfg.reward.output == "auto" or (online and auto_broad)
 
 
@@ -225,7 +227,12 @@ def _resolve_learning(cfg: TrainConfig, probe: EnvProbe) -> TrainConfig:
         if trainer.l2_init is None:  # measured on the MLP reward only
             l2 = BROAD_L2 if broad and reward.resolved_kind(probe.obs_space) == "mlp" else 0.0
             trainer = dataclasses.replace(trainer, l2_init=l2)
-    loop = dataclasses.replace(resolve_selection(loop, reward.ensemble_size), seed=cfg.seed)
+    # the gated bonus where the broad first reward is (measured on the MLP reward only); a resumed
+    # run's config.json names the bonus it used (one made before the option: none)
+    bonus_on = cfg.resume is None and cfg.trajectory_path is None and probe.terminates is False
+    bonus_on = bonus_on and reward.resolved_kind(probe.obs_space) == "mlp"
+    loop = resolve_bonus(resolve_selection(loop, reward.ensemble_size), bonus_on, reward.ensemble_size)
+    loop = dataclasses.replace(loop, seed=cfg.seed)
     trainer = dataclasses.replace(trainer, seed=cfg.seed)
     if cfg.teacher == "web" and cfg.store is None:
         raise ValueError("--teacher web needs --store PATH_OR_URL (the query store the web app serves)")

@@ -56,24 +56,24 @@ def bonus_weight(
         >>> bonus_weight(gated, 2, fresh_accuracy=0.625), bonus_weight(gated, 2, fresh_accuracy=0.9)
         (0.25, 0.0)
     """
-    bonus = 0.0
-    if config.exploration_bonus > 0 and config.exploration_bonus_schedule == "labels":
-        bonus = config.exploration_bonus * min(1.0, max(0.0, labels_left))
-    elif config.exploration_bonus > 0:
-        bonus = config.exploration_bonus * (1.0 - config.exploration_bonus_decay) ** env_steps
+    bonus, weight = 0.0, config.exploration_bonus or 0.0  # None: not resolved, off
+    if weight > 0 and config.exploration_bonus_schedule == "labels":
+        bonus = weight * min(1.0, max(0.0, labels_left))
+    elif weight > 0:
+        bonus = weight * (1.0 - config.exploration_bonus_decay) ** env_steps
     return bonus * bonus_gate(config.exploration_bonus_gate, fresh_accuracy) - config.uncertainty_penalty
 
 
 def bonus_gate(level: float | None, fresh_accuracy: float | None) -> float:
     """How much of the exploration bonus is paid (0 to 1) when the reward guesses its fresh
     labels with ``fresh_accuracy``: ``(level - a) / (level - 0.5)`` clipped to [0, 1]; 1 with no
-    gate (``level`` None) or no accuracy yet.
+    gate (``level`` None or 0) or no accuracy yet.
 
     Example:
         >>> bonus_gate(0.75, 0.5), bonus_gate(0.75, 0.625), bonus_gate(0.75, 0.8), bonus_gate(None, 0.9)
         (1.0, 0.5, 0.0, 1.0)
     """
-    if level is None or fresh_accuracy is None:
+    if not level or fresh_accuracy is None:
         return 1.0
     return min(1.0, max(0.0, (level - fresh_accuracy) / (level - 0.5)))
 
@@ -169,7 +169,8 @@ class AgentReward:
         novelty reward would), a penalty every step towards an end. Elsewhere the normaliser
         centres the bonus with the rest of the reward."""
         config, reward = self.config, self.reward
-        weighed = config.exploration_bonus > 0 or config.uncertainty_penalty > 0 or config.watch_penalty > 0
+        bonus = config.exploration_bonus or 0.0  # None: not resolved, off
+        weighed = bonus > 0 or config.uncertainty_penalty > 0 or config.watch_penalty > 0
         if not (weighed and reward.normalize and not reward.normalizer.center and batch.num_steps):
             reward.bonus_center = 0.0
             return

@@ -240,27 +240,34 @@ class LoopConfig:
     latest episodes as usual. 0: off (PPE used 0.5)."""
     archive_steps: int = 50_000
     """Mixture queries: environment steps of earlier episodes kept for them (the newest)."""
-    exploration_bonus: float = 0.0
-    """RUNE: the agent's reward gets this weight x the reward ensemble's std (its
-    disagreement), decaying as exploration_bonus x (1 - exploration_bonus_decay)^env_steps; 0: off."""
+    exploration_bonus: OptFloat = None
+    """RUNE: the agent's reward gets this weight x the reward ensemble's std (its disagreement),
+    fading by exploration_bonus_schedule and exploration_bonus_gate; 0: off. None (auto): 3.0
+    (near the learned reward's own scale; RUNE's 0.05 moves nothing), fading with the labels and
+    gated at 0.75, where random episodes only meet time limits and the reward reads state vectors
+    (an MLP ensemble) in a run with an agent and neither penalty, as the broad first reward; 0
+    elsewhere (where episodes end it paid for staying alive; on images it is not measured). A
+    PreferenceLoop built without prefrl train's resolving treats None as 0 (docs/techniques.md)."""
     exploration_bonus_decay: float = 1e-4
     """RUNE: decay of the exploration bonus per environment step (exploration_bonus_schedule
     steps)."""
-    exploration_bonus_schedule: Literal["steps", "labels"] = "steps"
-    """How the exploration bonus fades. steps: RUNE's exponential decay per environment step
-    (exploration_bonus_decay), the same whatever the run's length and label schedule. labels:
-    the bonus scaled by the share of the label budget still to be asked, as floor_schedule
-    labels scales the entropy floor, so the agent is drawn to what the reward's members dispute
-    while labels can still settle it, whatever the run's length, and not at all once the last
-    query is asked (exploration_bonus_decay is then unused)."""
+    exploration_bonus_schedule: Literal["auto", "steps", "labels"] = "auto"
+    """How the exploration bonus fades. steps: RUNE's exponential decay per environment step,
+    exploration_bonus x (1 - exploration_bonus_decay)^env_steps, the same whatever the run's
+    length and label schedule. labels: the bonus scaled by the share of the label budget still to
+    be asked, as floor_schedule labels scales the entropy floor, so the agent is drawn to what
+    the reward's members dispute while labels can still settle it, whatever the run's length, and
+    not at all once the last query is asked (exploration_bonus_decay is then unused). auto:
+    labels where the bonus is auto, steps (RUNE's) where a weight is given."""
     exploration_bonus_gate: OptFloat = None
     """The exploration bonus only where the reward is unreliable: with a level above 0.5, the
     bonus is scaled by (level - a) / (level - 0.5), clipped to [0, 1], where a is the reward
     model's accuracy on the labels that came since its previous update, guessed before it trains
     on them (reward/fresh_accuracy, a held-out figure that needs no true reward): the whole bonus
     while the reward guesses its fresh labels no better than chance, none once it guesses at
-    least the level. The whole bonus before the first labels are scored. None: the bonus is
-    always paid (its schedule alone)."""
+    least the level. The whole bonus before the first labels are scored. 0: no gate (the bonus
+    is paid by its schedule alone). None (auto): AUTO_BONUS_GATE where the bonus is auto, no gate
+    where a weight is given."""
     uncertainty_penalty: float = 0.0
     """Pessimism: the agent's reward loses this weight x the reward ensemble's std (no decay), so
     where the members disagree (states no label covers) the reward counts for less and the agent
@@ -367,16 +374,18 @@ class LoopConfig:
             )
         if self.uncertainty_penalty < 0:
             raise ValueError(f"need uncertainty_penalty >= 0, got {self.uncertainty_penalty}")
-        if self.exploration_bonus_schedule not in ("steps", "labels"):
+        if self.exploration_bonus_schedule not in ("auto", "steps", "labels"):
             raise ValueError(
-                f"exploration_bonus_schedule must be steps or labels, got {self.exploration_bonus_schedule!r}"
+                "exploration_bonus_schedule must be auto, steps or labels, got "
+                f"{self.exploration_bonus_schedule!r}"
             )
         gate = self.exploration_bonus_gate
-        if gate is not None and not 0.5 < gate <= 1.0:
+        if gate is not None and gate != 0 and not 0.5 < gate <= 1.0:
             raise ValueError(
-                f"exploration_bonus_gate must be in (0.5, 1] (an accuracy above chance), got {gate}"
+                f"exploration_bonus_gate must be in (0.5, 1] (an accuracy above chance) or 0 (no "
+                f"gate), got {gate}"
             )
-        if self.exploration_bonus < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
+        if (self.exploration_bonus or 0.0) < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
             raise ValueError(
                 f"need exploration_bonus >= 0 and exploration_bonus_decay in [0, 1), got "
                 f"{self.exploration_bonus} and {self.exploration_bonus_decay}"
@@ -493,6 +502,47 @@ class LoopState:
     fragment_length: int
     """Transitions per clip now: ``LoopConfig.fragment_length``, shortened before the first label
     when no episode is long enough (the config itself is never changed)."""
+
+
+AUTO_EXPLORATION_BONUS = 3.0
+"""The exploration bonus's weight where it is auto (``exploration_bonus=None``) and on: near the
+learned reward's own scale (members' std 1-2.4 against gaps of about 3.6 on DMC walker_walk), where
+RUNE's 0.05 moves nothing."""
+AUTO_BONUS_GATE = 0.75
+"""The auto bonus's gate: whole while the reward guesses its fresh labels at chance, none from 0.75
+(HalfCheetah-v5's failed seed guessed 0.36-0.5, its good seeds 0.55-1.0)."""
+
+
+def resolve_bonus(config: LoopConfig, pays_here: bool, ensemble_size: int) -> LoopConfig:
+    """``config`` with the exploration bonus's auto options decided. Where the weight is auto
+    (``None``): :data:`AUTO_EXPLORATION_BONUS`, fading with the labels and gated at
+    :data:`AUTO_BONUS_GATE`, in a run where it ``pays_here`` (``prefrl train``: an agent, a
+    state-vector reward, random episodes that only meet time limits) with two or more members
+    and neither penalty; else 0. Where a weight is given: RUNE's per-step decay and no gate,
+    unless named. Options given are kept.
+
+    Example:
+        >>> c = resolve_bonus(LoopConfig(), pays_here=True, ensemble_size=3)
+        >>> c.exploration_bonus, c.exploration_bonus_schedule, c.exploration_bonus_gate
+        (3.0, 'labels', 0.75)
+        >>> c = resolve_bonus(LoopConfig(exploration_bonus=0.05), pays_here=True, ensemble_size=3)
+        >>> c.exploration_bonus, c.exploration_bonus_schedule, c.exploration_bonus_gate
+        (0.05, 'steps', 0.0)
+        >>> c = resolve_bonus(LoopConfig(), pays_here=False, ensemble_size=3)
+        >>> c.exploration_bonus, c.exploration_bonus_schedule, c.exploration_bonus_gate
+        (0.0, 'steps', 0.0)
+    """
+    penalised = config.uncertainty_penalty > 0 or config.watch_penalty > 0
+    auto_on = config.exploration_bonus is None and pays_here and ensemble_size >= 2 and not penalised
+    bonus = AUTO_EXPLORATION_BONUS if auto_on else config.exploration_bonus or 0.0
+    schedule = config.exploration_bonus_schedule
+    if schedule == "auto":
+        schedule = "labels" if auto_on else "steps"
+    gate = config.exploration_bonus_gate
+    gate = (AUTO_BONUS_GATE if auto_on else 0.0) if gate is None else gate
+    return dataclasses.replace(
+        config, exploration_bonus=bonus, exploration_bonus_schedule=schedule, exploration_bonus_gate=gate
+    )
 
 
 def resolve_selection(config: LoopConfig, ensemble_size: int) -> LoopConfig:
