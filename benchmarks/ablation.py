@@ -58,13 +58,15 @@ def method_of(result: dict[str, Any], presets: dict[str, dict[str, object]]) -> 
     if name in presets and opts == comparable(presets[name]):
         return name, next_obs
     # a technique on top of a broad first reward (today's default resolved it, the preset does
-    # not name it) has a column of its own: its baseline is the broad column, not active_warm
-    broad = comparable(presets.get("broad", {}))
-    keys = set(summarize.BROAD_KEYS)
-    on_broad = name != "broad" and keys <= opts.keys() and all(opts[k] == broad.get(k) for k in keys)
-    if on_broad and name in presets and not keys & presets[name].keys():
-        if {k: v for k, v in opts.items() if k not in keys} == comparable(presets[name]):
-            return f"{name}+broad", next_obs
+    # not name it) has a column of its own: its baseline is the broad column, not active_warm;
+    # on top of the gated bonus too (since 2026-11-30), its baseline the gated column
+    broad_keys = set(summarize.BROAD_KEYS)
+    for base, keys in (("broad", broad_keys), ("gated", broad_keys | set(summarize.BONUS_KEYS))):
+        under = comparable(presets.get(base, {}))
+        on_base = name != base and keys <= opts.keys() and all(opts[k] == under.get(k) for k in keys)
+        if on_base and name in presets and not keys & presets[name].keys():
+            if {k: v for k, v in opts.items() if k not in keys} == comparable(presets[name]):
+                return f"{name}+{base}", next_obs
     # a preset's options given one by one (--loop active_selection=true) are that preset
     same = [m for m, o in presets.items() if comparable(o) == opts]
     return (same[0], next_obs) if same else None
@@ -105,8 +107,9 @@ def rows(
 
 
 def columns(grid: dict[tuple, dict[str, list]], methods: list[str]) -> list[str]:
-    """The methods with results, in preset order, each ``<preset>+broad`` after its preset."""
-    order = [c for m in methods for c in (m, f"{m}+broad")]
+    """The methods with results, in preset order, each ``<preset>+broad`` and ``<preset>+gated``
+    after its preset."""
+    order = [c for m in methods for c in (m, f"{m}+broad", f"{m}+gated")]
     return [m for m in order if any(m in v for v in grid.values())]
 
 

@@ -128,6 +128,7 @@ GATE_ON = "-exploration_bonus=3.0-exploration_bonus_gate=0.75-exploration_bonus_
 CENTRED30 = (
     "bonus-centred-2026-11-30/"  # the same, measured from the newest steps' mean std where episodes end
 )
+DEFAULT30 = "bonus-default-2026-11-30/"  # rows the gated bonus became the default on, measured for it
 OLDER30 = "against-older-2026-11-30/"  # the failed HalfCheetah seed again, on the machine of sessions 41-48
 OLDER28 = "against-older-2026-11-28/"  # newest-vs-older forms and today's default, on a second machine
 CONFIRM_ON = "-watch_against_older_confirm=True"  # the early queries until confirmed (removed)
@@ -230,7 +231,7 @@ COMPARISONS: dict[str, Comparison] = {
         ),
     ),
     "varied": Comparison(
-        ("row", "broad (today's default)", "varied+broad", "varied_mixed+broad"),
+        ("row", "broad (the default before the gated bonus)", "varied+broad", "varied_mixed+broad"),
         (
             ("Pusher-v5", (PUSH + "-method=broad", PUSH + "-method=varied", PUSH + "-method=varied_mixed")),
             (
@@ -434,7 +435,7 @@ COMPARISONS: dict[str, Comparison] = {
     "bonus-gate": Comparison(
         (
             "row (5 seeds unless named; 2026-11-30, every column side by side on one 2-core machine)",
-            "today's default (no bonus)",
+            "the default until 2026-11-30 (no bonus)",
             "RUNE's bonus at 3, fading with the labels",
             "+ gated by the fresh labels at 0.75",
             "+ measured from the newest steps' mean where episodes end",
@@ -468,6 +469,21 @@ COMPARISONS: dict[str, Comparison] = {
                 "CartPole-v1 (PPO), 10 labels, 50,000 steps (every seed of both ends at 500)",
                 (GATE30 + CART10, None, None, CENTRED30 + CART10 + GATE_ON),
             ),
+        ),
+    ),
+    "bonus-default": Comparison(
+        (
+            "row where random episodes only meet time limits (5 seeds unless named; 2026-11-30, both "
+            "columns side by side on one 2-core machine)",
+            "the default until 2026-11-30 (no bonus)",
+            "the gated bonus (today's default)",
+        ),
+        (
+            ("HalfCheetah-v5, 50 labels, 100,000 steps", (GATE30 + HC50, GATE30 + HC50 + GATE_ON)),
+            ("Pendulum-v1, 10 labels, 15,000 steps", (GATE30 + PEND10, GATE30 + PEND10 + GATE_ON)),
+            ("Swimmer-v5, 30 labels, 15,000 steps (3 seeds)", (GATE30 + SWIM, GATE30 + SWIM + GATE_ON)),
+            ("Reacher-v5, 30 labels, 15,000 steps (3 seeds)", (GATE30 + REACH, GATE30 + REACH + GATE_ON)),
+            ("Pusher-v5, 30 labels, 15,000 steps (3 seeds)", (DEFAULT30 + PUSH, DEFAULT30 + PUSH + GATE_ON)),
         ),
     ),
     "tie-probe": Comparison(

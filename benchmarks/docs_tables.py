@@ -116,6 +116,17 @@ class Results:
                     seen.setdefault(result["env"], set()).add(out)
         return {env: outs.pop() for env, outs in seen.items() if len(outs) == 1}
 
+    @functools.cached_property
+    def state_broad(self) -> set[str]:
+        """Environments where ``prefrl train`` resolves a broad first reward with an L2 on its fit:
+        a state (MLP) reward where random episodes only meet time limits, where it also resolves
+        the gated bonus (since 2026-11-30), as the results that did not set the L2 recorded it."""
+        seen: dict[str, set[bool]] = {}
+        for r in self.all:
+            if "trainer.l2_init" not in (r.get("loop_options") or {}) and r.get("l2_init") is not None:
+                seen.setdefault(r["env"], set()).add(float(r["l2_init"]) > 0)
+        return {env for env, got in seen.items() if got == {True}}
+
 
 # ---------------------------------------------------------------------------- formatting
 _comparisons, _pixels = _load("docs_comparisons"), _load("docs_pixels")
@@ -136,8 +147,14 @@ def default_columns(res: Results) -> dict[str, str]:
     ``--trainer.l2-init`` auto) where random actions only meet time limits, and the bounded
     reward output where they reach a termination: both follow one check of the environment,
     so the output the runs recorded says which column is today's default (``broad`` where it
-    was linear, ``active_warm``, today's queries and nothing else, where it was tanh)."""
-    return {env: "broad" if out == "linear" else "active_warm" for env, out in res.auto_output.items()}
+    was linear, ``active_warm``, today's queries and nothing else, where it was tanh). Where the
+    reward reads state vectors there (an L2 on the first fit, :attr:`Results.state_broad`) it
+    also pays the gated bonus since 2026-11-30: the ``gated`` column."""
+    state = res.state_broad
+    return {
+        env: ("gated" if env in state else "broad") if out == "linear" else "active_warm"
+        for env, out in res.auto_output.items()
+    }
 
 
 def at_defaults(res: Results) -> dict[str, list[dict[str, Any]]]:
@@ -157,11 +174,20 @@ def at_defaults(res: Results) -> dict[str, list[dict[str, Any]]]:
     for name in todays_runs():  # newer than those: measured at the run watch's defaults
         if (res.root / name / "result.json").is_file():  # (a missing one fails its own table)
             r = res.folder(name)
+            if columns.get(r["env"]) == "gated" and not _gated(r):
+                continue  # measured before the gated bonus became the default there
             out[(r["env"], r["labels"], r["steps"])] = r
     by_env: dict[str, list[dict[str, Any]]] = {}
     for (env, _, _), r in sorted(out.items()):
         by_env.setdefault(env, []).append(r)
     return by_env
+
+
+def _gated(result: dict[str, Any]) -> bool:
+    """Whether a result's learned runs paid the gated bonus (named or resolved)."""
+    opts = _load("summarize").loop_options(result)
+    gated = _load("label_efficiency").GATED
+    return all(opts.get(k) == v for k, v in gated.items())
 
 
 def todays_runs() -> list[str]:

@@ -149,9 +149,13 @@ default until 2026-11-25), so a new run compares with the old ones like for like
 WARM = {"active_selection": True, "uncertainty_measure": "probability", "active_selection_from": 30}
 """Today's query selection (disagreement once 30 labels prefer a clip), spelled out: the presets
 built on today's defaults name it, so their results are told apart from uniform-query ones."""
+GATED = {"exploration_bonus": 3.0, "exploration_bonus_gate": 0.75, "exploration_bonus_schedule": "labels"}
+"""The exploration bonus ``prefrl train`` resolves where random episodes only meet time limits and
+the reward reads state vectors (since 2026-11-30), spelled out as the runs record it."""
 MEASURED: dict[str, dict[str, object]] = {
     "baseline": {},  # today's defaults (disagreement after a 30-label warm-up since 2026-11-25;
-    # a broad first reward where random episodes are long since 2026-11-26)
+    # a broad first reward where random episodes are long since 2026-11-26, and there the gated
+    # bonus on state rewards since 2026-11-30)
     "crop": {**UNIFORM, "trainer.crop_min_frac": 0.7},  # SURF's temporal cropping alone
     "pseudo": {**UNIFORM, **{k: v for k, v in SURF.items() if "pseudo" in k}},  # SURF's pseudo-labels alone
     "surf": {**UNIFORM, **SURF},
@@ -179,6 +183,10 @@ MEASURED: dict[str, dict[str, object]] = {
     # first query, and an L2 penalty of 0.01 on the reward fit (today's default where random
     # episodes only meet time limits; this preset turns it on everywhere)
     "broad": {**WARM, "initial_steps_per_label": 100, "trainer.l2_init": 0.01},
+    # RUNE's bonus at 3, fading with the labels and gated by the fresh labels' accuracy at 0.75, on
+    # a broad first reward (today's default where random episodes only meet time limits and the
+    # reward reads state vectors, since 2026-11-30)
+    "gated": {**WARM, "initial_steps_per_label": 100, "trainer.l2_init": 0.01, **GATED},
     # varied-size random actions before the first query (removed from prefrl: docs/techniques.md,
     # "Removed"); kept here only so that their committed results keep their ablation columns
     "varied": {**WARM, "random_action_size": "varied"},
@@ -412,7 +420,9 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     evals = {r.get("eval") or DETERMINISTIC for r in (*learned.values(), *oracle.values())}
     extra["eval"] = evals.pop() if len(evals) == 1 else "mixed"
     # labels before disagreement, its share; random steps per label and L2 (a broad first reward)
-    for key in ("selection_from", "selection_share", "initial_steps_per_label", "l2_init"):
+    # and the exploration bonus (auto: the gated bonus where episodes never end)
+    for key in ("selection_from", "selection_share", "initial_steps_per_label", "l2_init",
+                "exploration_bonus", "exploration_bonus_schedule", "exploration_bonus_gate"):  # fmt: skip
         got = {learned[s].get(key) for s in seeds}
         if len(got) == 1 and None not in got:
             extra[key] = got.pop()

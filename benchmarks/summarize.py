@@ -75,6 +75,9 @@ SELECTION_KEYS = (
 BROAD_KEYS = {"initial_steps_per_label": "initial_steps_per_label", "trainer.l2_init": "l2_init"}
 """Options of a broad first reward -> the keys a result records them under (resolved, ``auto``
 included). Zero, the default before 2026-11-26, goes unnamed, recorded or named."""
+BONUS_KEYS = ("exploration_bonus", "exploration_bonus_gate", "exploration_bonus_schedule")
+"""The exploration bonus's options, recorded as resolved (``auto`` included) since 2026-11-30:
+spelled out where the bonus was on, unnamed where it was off (with its schedule and gate)."""
 
 
 def loop_options(result: dict[str, Any]) -> dict[str, object]:
@@ -83,14 +86,26 @@ def loop_options(result: dict[str, Any]) -> dict[str, object]:
     selection and no measure ran with the default of its time (``LEGACY_MEASURE``), and one that
     names no ``active_selection_from`` chose by disagreement from its first query (runs before
     2026-11-25 had no warm-up). The random steps per label and the L2 of the first reward
-    are spelled out where the runs recorded them non-zero (:data:`BROAD_KEYS`), so a run at
-    today's defaults that resolved a broad first reward files as one."""
+    are spelled out where the runs recorded them non-zero (:data:`BROAD_KEYS`), and the
+    exploration bonus where it was on (:data:`BONUS_KEYS`), so a run at today's defaults that
+    resolved a broad first reward or the gated bonus files as one."""
     opts = dict(result.get("loop_options") or {})
     for key, recorded in BROAD_KEYS.items():
         if result.get(recorded) is not None:
             opts[key] = result[recorded]
         if key in opts and not opts[key]:
             del opts[key]
+    for key in BONUS_KEYS:
+        if result.get(key) is not None:
+            opts[key] = result[key]
+    if not opts.get("exploration_bonus"):  # off: its schedule and gate do nothing
+        for key in BONUS_KEYS:
+            opts.pop(key, None)
+    else:  # no gate (named as 0 or not) and RUNE's per-step decay are a given weight's own
+        if not opts.get("exploration_bonus_gate"):
+            opts.pop("exploration_bonus_gate", None)
+        if opts.get("exploration_bonus_schedule") == "steps":
+            opts.pop("exploration_bonus_schedule")
     chosen = result.get("query_selection")
     if chosen == "uniform" or (chosen is None and opts.get("active_selection") is False):
         for k in SELECTION_KEYS:  # uniform queries, recorded or named: as if not named

@@ -159,3 +159,29 @@ def test_a_run_at_todays_defaults_files_as_the_first_reward_it_resolved() -> Non
     # other first-reward settings beside a technique stay out of the table
     odd = {**smooth, "initial_steps_per_label": 50}
     assert ab.method_of(odd, presets) is None
+
+
+def test_a_run_at_todays_defaults_files_as_the_bonus_it_resolved() -> None:
+    """Since 2026-11-30 a run records the exploration bonus it resolved: the gated bonus (where
+    the broad first reward is, on state rewards) files under ``gated``, as the same options named
+    do; a run that resolved none stays ``broad``; RUNE's own weight stays ``rune``."""
+    ab, le, sm = _module("ablation"), _module("label_efficiency"), _module("summarize")
+    presets = le.MEASURED
+    today = {"method": "baseline", "loop_options": {}, "query_selection": "probability", "selection_from": 30,
+             "initial_steps_per_label": 100, "l2_init": 0.01}  # fmt: skip
+    gated = {**today, "exploration_bonus": 3.0, "exploration_bonus_schedule": "labels",
+             "exploration_bonus_gate": 0.75}  # fmt: skip
+    assert ab.method_of(gated, presets) == ("gated", False)
+    named = {**today, "loop_options": dict(le.GATED)}  # the options named, before the default
+    assert ab.method_of(named, presets) == ("gated", False)
+    assert sm.loop_options(gated) == sm.loop_options(named)
+    off = {**today, "exploration_bonus": 0.0}  # resolved off: files as before the bonus
+    assert ab.method_of(off, presets) == ("broad", False) and "exploration_bonus" not in sm.options(off)
+    rune = {**today, "method": "rune", "loop_options": dict(presets["rune"]), "query_selection": "uniform",
+            "exploration_bonus": 0.05, "exploration_bonus_schedule": "steps",
+            "exploration_bonus_gate": 0.0}  # fmt: skip
+    assert ab.method_of(rune, presets) == ("rune+broad", False)
+    smooth = {**gated, "method": "smoothing", "loop_options": dict(presets["smoothing"])}
+    assert ab.method_of(smooth, presets) == ("smoothing+gated", False)
+    cols = ab.columns({("Pusher-v5", "oracle", 30, 15000, True): {"smoothing+gated": [0.1]}}, list(presets))
+    assert cols == ["smoothing+gated"]

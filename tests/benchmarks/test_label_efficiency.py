@@ -190,6 +190,9 @@ def test_a_short_benchmark_runs_its_seeds_on_ray_and_a_rerun_skips_or_resumes(tm
     assert (res["query_selection"], res["selection_from"], res["selection_share"]) == ("probability", 30, 1.0)
     # and the broad first reward Pendulum resolves (random episodes there only meet time limits)
     assert (res["initial_steps_per_label"], res["l2_init"]) == (100, 0.01)
+    # and the gated bonus it resolves there (a state reward): the ablation's gated column
+    bonus = (res["exploration_bonus"], res["exploration_bonus_schedule"], res["exploration_bonus_gate"])
+    assert bonus == (3.0, "labels", 0.75)
     out = tmp_path / "Pendulum-v1-sac-oracle-4l-600s-iterations=2"
     assert json.loads((out / "result.json").read_text()) == res
     for s in (0, 1):

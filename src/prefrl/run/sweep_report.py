@@ -98,8 +98,9 @@ def resolved_reward(run: Path) -> dict[str, object]:
     """What a learned run's reward read and output, as its config.json resolved the ``auto``
     settings (``reward_next_obs``, ``reward_output``), how it chose its queries
     (``query_selection``: ``uniform`` or the disagreement measure, and ``selection_from``: the
-    labels before disagreement took over), and how broad its first reward was
-    (``initial_steps_per_label``, ``l2_init``), so a per-seed result names
+    labels before disagreement took over), how broad its first reward was
+    (``initial_steps_per_label``, ``l2_init``) and the exploration bonus it paid
+    (``exploration_bonus``, with its schedule and gate where on), so a per-seed result names
     them without its run directory; empty where config.json lacks them."""
     try:
         cfg = json.loads((run / "config.json").read_text())
@@ -117,6 +118,11 @@ def resolved_reward(run: Path) -> dict[str, object]:
         out["initial_steps_per_label"] = int(loop["initial_steps_per_label"])
     if (cfg.get("trainer") or {}).get("l2_init") is not None:
         out["l2_init"] = float(cfg["trainer"]["l2_init"])
+    if loop.get("exploration_bonus") is not None:  # auto resolved (the gated bonus)
+        out["exploration_bonus"] = float(loop["exploration_bonus"])
+        if out["exploration_bonus"] > 0:
+            out["exploration_bonus_schedule"] = str(loop.get("exploration_bonus_schedule", "steps"))
+            out["exploration_bonus_gate"] = float(loop.get("exploration_bonus_gate") or 0.0)
     if reward.get("use_next_obs") is not None:
         out["reward_next_obs"] = bool(reward["use_next_obs"])
     if reward.get("output") not in (None, "auto"):
