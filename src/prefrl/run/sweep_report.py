@@ -119,8 +119,8 @@ def resolved_reward(run: Path) -> dict[str, object]:
     if (cfg.get("trainer") or {}).get("l2_init") is not None:
         out["l2_init"] = float(cfg["trainer"]["l2_init"])
     if loop.get("exploration_bonus") is not None:  # auto resolved (the gated bonus)
-        out["exploration_bonus"] = float(loop["exploration_bonus"])
-        if out["exploration_bonus"] > 0:
+        out["exploration_bonus"] = bonus = float(loop["exploration_bonus"])
+        if bonus > 0:
             out["exploration_bonus_schedule"] = str(loop.get("exploration_bonus_schedule", "steps"))
             out["exploration_bonus_gate"] = float(loop.get("exploration_bonus_gate") or 0.0)
     if reward.get("use_next_obs") is not None:
