@@ -484,6 +484,10 @@ COMPARISONS: dict[str, Comparison] = {
             ("Swimmer-v5, 30 labels, 15,000 steps (3 seeds)", (GATE30 + SWIM, GATE30 + SWIM + GATE_ON)),
             ("Reacher-v5, 30 labels, 15,000 steps (3 seeds)", (GATE30 + REACH, GATE30 + REACH + GATE_ON)),
             ("Pusher-v5, 30 labels, 15,000 steps (3 seeds)", (DEFAULT30 + PUSH, DEFAULT30 + PUSH + GATE_ON)),
+            (
+                "Acrobot-v1 (PPO, discrete actions), 30 labels, 100,000 steps",
+                (DEFAULT30 + ACRO30, DEFAULT30 + ACRO30 + GATE_ON),
+            ),
         ),
     ),
     "tie-probe": Comparison(
