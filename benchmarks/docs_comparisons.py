@@ -129,6 +129,7 @@ CENTRED30 = (
     "bonus-centred-2026-11-30/"  # the same, measured from the newest steps' mean std where episodes end
 )
 DEFAULT30 = "bonus-default-2026-11-30/"  # rows the gated bonus became the default on, measured for it
+PEND10_MISTAKE = "Pendulum-v1-sac-mistake-10l-15000s"
 OLDER30 = "against-older-2026-11-30/"  # the failed HalfCheetah seed again, on the machine of sessions 41-48
 OLDER28 = "against-older-2026-11-28/"  # newest-vs-older forms and today's default, on a second machine
 CONFIRM_ON = "-watch_against_older_confirm=True"  # the early queries until confirmed (removed)
@@ -487,6 +488,10 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "Acrobot-v1 (PPO, discrete actions), 30 labels, 100,000 steps",
                 (DEFAULT30 + ACRO30, DEFAULT30 + ACRO30 + GATE_ON),
+            ),
+            (
+                "Pendulum-v1, 10 labels of the `mistake` teacher (a tenth of answers flipped), 15,000 steps",
+                (DEFAULT30 + PEND10_MISTAKE, DEFAULT30 + PEND10_MISTAKE + GATE_ON),
             ),
         ),
     ),
