@@ -246,7 +246,7 @@ class LoopConfig:
     (near the learned reward's own scale; RUNE's 0.05 moves nothing), fading with the labels and
     gated at 0.75, where random episodes only meet time limits and the reward reads state vectors
     (an MLP ensemble) in a run with an agent and neither penalty, as the broad first reward; 0
-    elsewhere (where episodes end it paid for staying alive; on images it is not measured). A
+    elsewhere (where episodes end it lost seeds; on images it is not measured). A
     PreferenceLoop built without prefrl train's resolving treats None as 0 (docs/techniques.md)."""
     exploration_bonus_decay: float = 1e-4
     """RUNE: decay of the exploration bonus per environment step (exploration_bonus_schedule
@@ -266,8 +266,8 @@ class LoopConfig:
     on them (reward/fresh_accuracy, a held-out figure that needs no true reward): the whole bonus
     while the reward guesses its fresh labels no better than chance, none once it guesses at
     least the level. The whole bonus before the first labels are scored. 0: no gate (the bonus
-    is paid by its schedule alone). None (auto): AUTO_BONUS_GATE where the bonus is auto, no gate
-    where a weight is given."""
+    is paid by its schedule alone). None (auto): 0.75 where the bonus is auto, no gate where a
+    weight is given."""
     uncertainty_penalty: float = 0.0
     """Pessimism: the agent's reward loses this weight x the reward ensemble's std (no decay), so
     where the members disagree (states no label covers) the reward counts for less and the agent
