@@ -302,6 +302,7 @@ def test_auto_reward_output_is_bounded_where_episodes_terminate(env_id: str, wan
         (["--env.id", "CartPole-v1"], (0.0, "steps", 0.0)),  # random episodes end: off
         (["--env.id", "prefrl/MovingDot-v0"], (0.0, "steps", 0.0)),  # an image reward: off
         (["--loop.uncertainty-penalty", "0.1"], (0.0, "steps", 0.0)),  # pessimism: off
+        (["--loop.pretrain-steps", "1000"], (0.0, "steps", 0.0)),  # PEBBLE's pre-training explored: off
         (["--reward.ensemble-size", "1"], (0.0, "steps", 0.0)),  # no disagreement to pay
         (["--loop.exploration-bonus", "0.05"], (0.05, "steps", 0.0)),  # RUNE's as published
         (["--loop.exploration-bonus-gate", "0.9"], (3.0, "labels", 0.9)),  # a named gate is kept

@@ -245,8 +245,9 @@ class LoopConfig:
     fading by exploration_bonus_schedule and exploration_bonus_gate; 0: off. None (auto): 3.0
     (near the learned reward's own scale; RUNE's 0.05 moves nothing), fading with the labels and
     gated at 0.75, where random episodes only meet time limits and the reward reads state vectors
-    (an MLP ensemble) in a run with an agent and neither penalty, as the broad first reward; 0
-    elsewhere (where episodes end it lost seeds; on images it is not measured). A
+    (an MLP ensemble) in a run with an agent, neither penalty and no pretrain_steps; 0 elsewhere
+    (where episodes end it lost seeds, and after PEBBLE's pre-training on DMC walker_walk; on
+    images it is not measured). A
     PreferenceLoop built without prefrl train's resolving treats None as 0 (docs/techniques.md)."""
     exploration_bonus_decay: float = 1e-4
     """RUNE: decay of the exploration bonus per environment step (exploration_bonus_schedule
@@ -517,8 +518,9 @@ def resolve_bonus(config: LoopConfig, pays_here: bool, ensemble_size: int) -> Lo
     """``config`` with the exploration bonus's auto options decided. Where the weight is auto
     (``None``): :data:`AUTO_EXPLORATION_BONUS`, fading with the labels and gated at
     :data:`AUTO_BONUS_GATE`, in a run where it ``pays_here`` (``prefrl train``: an agent, a
-    state-vector reward, random episodes that only meet time limits) with two or more members
-    and neither penalty; else 0. Where a weight is given: RUNE's per-step decay and no gate,
+    state-vector reward, random episodes that only meet time limits) with two or more members,
+    neither penalty and no state-entropy pre-training (with it, DMC walker_walk's protocol lost
+    on both seeds measured); else 0. Where a weight is given: RUNE's per-step decay and no gate,
     unless named. Options given are kept.
 
     Example:
@@ -533,7 +535,9 @@ def resolve_bonus(config: LoopConfig, pays_here: bool, ensemble_size: int) -> Lo
         (0.0, 'steps', 0.0)
     """
     penalised = config.uncertainty_penalty > 0 or config.watch_penalty > 0
-    auto_on = config.exploration_bonus is None and pays_here and ensemble_size >= 2 and not penalised
+    explored = config.pretrain_steps > 0  # PEBBLE's state-entropy pre-training (DMC's protocol)
+    auto_on = config.exploration_bonus is None and pays_here and ensemble_size >= 2
+    auto_on = auto_on and not penalised and not explored
     bonus = AUTO_EXPLORATION_BONUS if auto_on else config.exploration_bonus or 0.0
     schedule = config.exploration_bonus_schedule
     if schedule == "auto":
