@@ -212,6 +212,7 @@ def _resolve_learning(cfg: TrainConfig, probe: EnvProbe) -> TrainConfig:
     if cfg.trajectory_path is None:
         cfg = resolve_agent(cfg, probe.act_space)
     reward, loop, trainer = cfg.reward, cfg.loop, cfg.trainer
+    state_broad = False  # a broad first reward on state vectors: the L2 on its fit, the gated bonus
     if cfg.resume is None:  # config.json names the output, inputs and CNN features used
         reward = reward.resolved(probe.obs_space, probe.act_space)
         online = cfg.trajectory_path is None  # offline: no random steps, no agent
@@ -224,14 +225,12 @@ def _resolve_learning(cfg: TrainConfig, probe: EnvProbe) -> TrainConfig:
             loop = dataclasses.replace(loop, initial_steps_per_label=resolve_steps_per_label(broad))
         if trainer.lr is None:  # as the trainer would pick it (default_lr), named in config.json
             trainer = dataclasses.replace(trainer, lr=FLAT_CNN_LR if flat_cnn else LR)
-        if trainer.l2_init is None:  # measured on the MLP reward only
-            l2 = BROAD_L2 if broad and reward.resolved_kind(probe.obs_space) == "mlp" else 0.0
-            trainer = dataclasses.replace(trainer, l2_init=l2)
-    # the gated bonus where the broad first reward is (measured on the MLP reward only); a resumed
-    # run's config.json names the bonus it used (one made before the option: none)
-    bonus_on = cfg.resume is None and cfg.trajectory_path is None and probe.terminates is False
-    bonus_on = bonus_on and reward.resolved_kind(probe.obs_space) == "mlp"
-    loop = resolve_bonus(resolve_selection(loop, reward.ensemble_size), bonus_on, reward.ensemble_size)
+        state_broad = broad and reward.resolved_kind(probe.obs_space) == "mlp"  # measured there only
+        if trainer.l2_init is None:
+            trainer = dataclasses.replace(trainer, l2_init=BROAD_L2 if state_broad else 0.0)
+    # the gated bonus where that first reward is; a resumed run's config.json names the bonus it
+    # used (one made before the option: none)
+    loop = resolve_bonus(resolve_selection(loop, reward.ensemble_size), state_broad, reward.ensemble_size)
     loop = dataclasses.replace(loop, seed=cfg.seed)
     trainer = dataclasses.replace(trainer, seed=cfg.seed)
     if cfg.teacher == "web" and cfg.store is None:

@@ -56,7 +56,7 @@ def bonus_weight(
         >>> bonus_weight(gated, 2, fresh_accuracy=0.625), bonus_weight(gated, 2, fresh_accuracy=0.9)
         (0.25, 0.0)
     """
-    bonus, weight = 0.0, config.exploration_bonus or 0.0  # None: not resolved, off
+    bonus, weight = 0.0, config.exploration_weight
     if weight > 0 and config.exploration_bonus_schedule == "labels":
         bonus = weight * min(1.0, max(0.0, labels_left))
     elif weight > 0:
@@ -169,7 +169,7 @@ class AgentReward:
         novelty reward would), a penalty every step towards an end. Elsewhere the normaliser
         centres the bonus with the rest of the reward."""
         config, reward = self.config, self.reward
-        bonus = config.exploration_bonus or 0.0  # None: not resolved, off
+        bonus = config.exploration_weight
         weighed = bonus > 0 or config.uncertainty_penalty > 0 or config.watch_penalty > 0
         if not (weighed and reward.normalize and not reward.normalizer.center and batch.num_steps):
             reward.bonus_center = 0.0

@@ -386,7 +386,7 @@ class LoopConfig:
                 f"exploration_bonus_gate must be in (0.5, 1] (an accuracy above chance) or 0 (no "
                 f"gate), got {gate}"
             )
-        if (self.exploration_bonus or 0.0) < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
+        if self.exploration_weight < 0 or not 0.0 <= self.exploration_bonus_decay < 1.0:
             raise ValueError(
                 f"need exploration_bonus >= 0 and exploration_bonus_decay in [0, 1), got "
                 f"{self.exploration_bonus} and {self.exploration_bonus_decay}"
@@ -456,6 +456,12 @@ class LoopConfig:
             raise ValueError(
                 f"unknown uncertainty measure {self.uncertainty_measure!r}; choose from {list(MEASURES)}"
             )
+
+    @property
+    def exploration_weight(self) -> float:
+        """The exploration bonus's weight: exploration_bonus, where None (auto, left unresolved by
+        a loop built as a library) is 0."""
+        return self.exploration_bonus or 0.0
 
     @property
     def random_steps(self) -> int:
@@ -538,7 +544,7 @@ def resolve_bonus(config: LoopConfig, pays_here: bool, ensemble_size: int) -> Lo
     explored = config.pretrain_steps > 0  # PEBBLE's state-entropy pre-training (DMC's protocol)
     auto_on = config.exploration_bonus is None and pays_here and ensemble_size >= 2
     auto_on = auto_on and not penalised and not explored
-    bonus = AUTO_EXPLORATION_BONUS if auto_on else config.exploration_bonus or 0.0
+    bonus = AUTO_EXPLORATION_BONUS if auto_on else config.exploration_weight
     schedule = config.exploration_bonus_schedule
     if schedule == "auto":
         schedule = "labels" if auto_on else "steps"

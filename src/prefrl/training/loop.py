@@ -231,7 +231,7 @@ class PreferenceLoop:
         if self.signal is not None:  # RUNE's bonus or the penalty (also in a relabelled buffer)
             self.signal.set_bonus(self.env_steps, labels_left=self._labels_left(),
                                   fresh_accuracy=self._fresh_accuracy())  # fmt: skip
-            if (self.config.exploration_bonus or 0.0) > 0:
+            if self.config.exploration_weight > 0:
                 m["agent/bonus"] = self.signal.reward.bonus
         batch = self.clips.gather(self.agent_step.policy())
         if self.restore is not None and i > 0:  # the policy that played the newest episodes
