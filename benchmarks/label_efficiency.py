@@ -395,6 +395,7 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     learned, oracle = load("learned"), load("oracle")
     if not learned or not oracle:
         raise SystemExit(f"{out}: need at least one learned and one oracle result to score")
+    refuse_mixed(out, learned)
     oracle_mean = float(np.mean([o["return"] for o in oracle.values()]))
     seeds = sorted(learned)
     scores = [normalized_score(learned[s]["return"], oracle_mean, random_ret) for s in seeds]
@@ -437,6 +438,31 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
         "worst_normalized_score": float("nan") if worst is None else worst[0],
         "worst_seed": None if worst is None else worst[1],
     }  # fmt: skip
+
+
+RESOLVED = ("reward_next_obs", "reward_output", "query_selection", "selection_from", "selection_share",
+            "initial_steps_per_label", "l2_init", "exploration_bonus", "exploration_bonus_schedule",
+            "exploration_bonus_gate")  # fmt: skip
+"""What a learned seed records of the ``auto`` settings its run resolved
+(:func:`prefrl.run.sweep_report.resolved_reward`)."""
+
+
+def refuse_mixed(out: Path, learned: dict[int, dict[str, Any]]) -> None:
+    """Stop where two learned seeds of ``out`` recorded different resolutions of one ``auto``
+    setting: they ran under different defaults (a seed run before a default changed, kept,
+    beside seeds run after), so their median would describe neither. A seed that recorded
+    nothing (written before it was recorded) conflicts with none."""
+    for key in RESOLVED:
+        seen: dict[str, list[int]] = {}
+        for seed, res in sorted(learned.items()):
+            if res.get(key) is not None:
+                seen.setdefault(json.dumps(res[key]), []).append(seed)
+        if len(seen) > 1:
+            got = "; ".join(f"seeds {', '.join(map(str, s))}: {v}" for v, s in seen.items())
+            raise SystemExit(
+                f"{out}: the learned seeds ran under different defaults ({key}: {got}); keep "
+                "one set of seeds in this folder, or give --out a new folder for the others"
+            )
 
 
 def reward_reads_next_obs(run: Path) -> bool | None:

@@ -120,6 +120,24 @@ def test_combine_lists_the_machines_and_commits_its_seeds_ran_on(tmp_path: Path)
     assert "machines" not in le.combine(tmp_path, 0.0)
 
 
+def test_seeds_run_under_different_defaults_are_not_combined(tmp_path: Path) -> None:
+    """A seed kept from before a default changed, beside seeds run after it, would make a median
+    of two settings: combining stops and names the setting and the seeds; a seed that recorded
+    nothing (written before it was recorded) conflicts with none."""
+    le = _module()
+    base = {"return": 1.0, "train_wall_s": 1.0}
+    gated = {"exploration_bonus": 3.0, "exploration_bonus_gate": 0.75}
+    runs = {0: {"exploration_bonus": 0.0}, 1: gated, 2: {}}
+    for seed, resolved in runs.items():
+        (tmp_path / f"seed{seed}-learned.json").write_text(json.dumps({**base, **resolved}))
+    (tmp_path / "seed0-oracle.json").write_text(json.dumps({"return": 2.0, "train_wall_s": 1.0}))
+    with pytest.raises(SystemExit, match=r"exploration_bonus: seeds 0: 0.0; seeds 1: 3.0"):
+        le.combine(tmp_path, 0.0)
+    (tmp_path / "seed0-learned.json").write_text(json.dumps({**base, "exploration_bonus": 3.0}))
+    got = le.combine(tmp_path, 0.0)
+    assert got["seeds"] == [0, 1, 2]  # seed 2 recorded nothing: the row names no bonus
+
+
 def test_true_reward_run_gets_the_learned_runs_environment_options() -> None:
     from prefrl.run.sweep import reference_env_kwargs
 
