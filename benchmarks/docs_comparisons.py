@@ -129,6 +129,7 @@ CENTRED30 = (
     "bonus-centred-2026-11-30/"  # the same, measured from the newest steps' mean std where episodes end
 )
 DEFAULT30 = "bonus-default-2026-11-30/"  # rows the gated bonus became the default on, measured for it
+SEEDS30 = "bonus-seeds-2026-11-30/"  # HalfCheetah's five seeds of both columns and five more of each
 PEND10_MISTAKE = "Pendulum-v1-sac-mistake-10l-15000s"
 OLDER30 = "against-older-2026-11-30/"  # the failed HalfCheetah seed again, on the machine of sessions 41-48
 OLDER28 = "against-older-2026-11-28/"  # newest-vs-older forms and today's default, on a second machine
@@ -481,6 +482,10 @@ COMPARISONS: dict[str, Comparison] = {
         ),
         (
             ("HalfCheetah-v5, 50 labels, 100,000 steps", (GATE30 + HC50, GATE30 + HC50 + GATE_ON)),
+            (
+                "the same, seeds 0-9 (seeds 5-9 run later, scored against the true-reward runs of seeds 0-4)",
+                (SEEDS30 + HC50, SEEDS30 + HC50 + GATE_ON),
+            ),
             ("Pendulum-v1, 10 labels, 15,000 steps", (GATE30 + PEND10, GATE30 + PEND10 + GATE_ON)),
             ("Swimmer-v5, 30 labels, 15,000 steps (3 seeds)", (GATE30 + SWIM, GATE30 + SWIM + GATE_ON)),
             ("Reacher-v5, 30 labels, 15,000 steps (3 seeds)", (GATE30 + REACH, GATE30 + REACH + GATE_ON)),

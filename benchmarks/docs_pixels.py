@@ -201,6 +201,12 @@ def atari_pong_floor(res: Results) -> str:
     return atari_table(res, "atari-pong-floor-2026-11-28")
 
 
+def atari_pong_defaults(res: Results) -> str:
+    """Pong's seed 0, learned side, at the defaults of 2026-11-30 (the fifty-fifth session; its
+    results under ``atari-pong-defaults-2026-11-30``), beside the committed true-reward seed."""
+    return atari_table(res, "atari-pong-defaults-2026-11-30")
+
+
 ENDURO_HEADS = ("atari-enduro-heads-2026-11-30/default", "atari-enduro-heads-2026-11-30/heads")
 """Enduro's seed 0, learned side, today's default and the heads-only restart, side by side on one
 machine (2026-11-30, the fiftieth session)."""
@@ -421,6 +427,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "atari-flat-cnn": atari_flat_cnn,
     "atari-pong-broad": atari_pong_broad,
     "atari-pong-floor": atari_pong_floor,
+    "atari-pong-defaults": atari_pong_defaults,
     "atari-enduro-floor": atari_enduro_floor,
     "atari-enduro-heads": atari_enduro_heads,
     "atari-coinrun-floor": atari_coinrun_floor,

@@ -31,7 +31,7 @@ dt = _module()
 
 BROAD_CHEETAH = "benchmarks/results/HalfCheetah-v5-sac-oracle-50l-100000s-method=broad"
 GATED_CHEETAH = (
-    "benchmarks/results/bonus-gate-2026-11-30/HalfCheetah-v5-sac-oracle-50l-100000s"
+    "benchmarks/results/bonus-seeds-2026-11-30/HalfCheetah-v5-sac-oracle-50l-100000s"
     "-exploration_bonus=3.0-exploration_bonus_gate=0.75-exploration_bonus_schedule=labels"
 )
 
