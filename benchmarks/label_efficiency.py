@@ -422,8 +422,7 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
     extra["eval"] = evals.pop() if len(evals) == 1 else "mixed"
     # labels before disagreement, its share; random steps per label and L2 (a broad first reward)
     # and the exploration bonus (auto: the gated bonus where episodes never end)
-    for key in ("selection_from", "selection_share", "initial_steps_per_label", "l2_init",
-                "exploration_bonus", "exploration_bonus_schedule", "exploration_bonus_gate"):  # fmt: skip
+    for key in RESOLVED[RESOLVED.index("selection_from") :]:
         got = {learned[s].get(key) for s in seeds}
         if len(got) == 1 and None not in got:
             extra[key] = got.pop()
@@ -443,7 +442,8 @@ def combine(out: Path, random_ret: float) -> dict[str, object]:
 RESOLVED = ("reward_next_obs", "reward_output", "query_selection", "selection_from", "selection_share",
             "initial_steps_per_label", "l2_init", "exploration_bonus", "exploration_bonus_schedule",
             "exploration_bonus_gate")  # fmt: skip
-"""What a learned seed records of the ``auto`` settings its run resolved
+"""What a learned seed records of the ``auto`` settings its run resolved (from selection_from on: the
+settings :func:`combine` names where every seed agrees)
 (:func:`prefrl.run.sweep_report.resolved_reward`)."""
 
 
