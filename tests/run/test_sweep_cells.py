@@ -44,3 +44,27 @@ def test_options_make_a_new_config_and_leave_the_given_one_alone() -> None:
     assert (both.loop.labels_per_round, both.loop.round_interval) == (5, 2)
     with pytest.raises(ValueError, match="round_interval >= 1"):
         apply_options(given, {"loop.labels_per_round": 5, "loop.round_interval": 0})
+
+
+def test_a_finished_cell_of_an_older_default_is_not_skipped_silently(tmp_path: Path) -> None:
+    """A rerun skips a finished learned cell only where it resolved its ``auto`` settings as a
+    run of it would now: one that ran before a default changed stops the run with a message
+    naming the setting, instead of passing for a run of today's default."""
+    from prefrl.run.sweep import CellFiles, SweepConfig, run_cells
+
+    cell = Cell("learned", "Pendulum-v1", "sac", 2_000, 0, "oracle", 10)
+    result = tmp_path / "seed0-learned.json"
+    files = lambda c: CellFiles(tmp_path / "run", result, tmp_path / "error.txt")  # noqa: E731
+    sc = SweepConfig(env=["Pendulum-v1"], out=str(tmp_path))
+    # Pendulum's random episodes never end: today the gated bonus is on there
+    result.write_text('{"return": -1000.0, "exploration_bonus": 0.0, "l2_init": 0.01}')
+    with pytest.raises(SystemExit, match=r"exploration_bonus: 0\.0 then, 3\.0 now"):
+        run_cells(sc, [cell], {}, files)
+    # a result of today's default (or one that recorded none of it) is skipped: nothing runs
+    for recorded in ('{"return": -1000.0, "exploration_bonus": 3.0, "l2_init": 0.01}', '{"return": -1000.0}'):
+        result.write_text(recorded)
+        done = run_cells(sc, [cell], {}, files)
+        assert (done.skipped, done.ran, done.failed) == (1, 0, {})
+    # an option that names the setting is what a run of the cell resolves
+    result.write_text('{"return": -1000.0, "exploration_bonus": 0.0}')
+    assert run_cells(sc, [cell], {"loop.exploration_bonus": 0.0}, files).skipped == 1

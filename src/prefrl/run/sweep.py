@@ -355,6 +355,31 @@ def _ray_init(sc: SweepConfig) -> ModuleType:
     return ray
 
 
+def refuse_stale(c: Cell, options: Options, result: Path) -> None:
+    """Stop where the finished learned cell ``c`` (its ``result``) resolved an ``auto`` setting
+    (:func:`~prefrl.run.sweep_report.resolved_settings`) otherwise than a run of it would now: a
+    default changed since it ran, so skipping it would put a run of the old default beside runs
+    of the new one under one name. Settings the result did not record (written before they
+    were) and cells whose options no longer resolve are not compared."""
+    from prefrl.run.config import config_to_dict
+    from prefrl.run.resolve import resolve
+    from prefrl.run.sweep_report import resolved_settings
+
+    recorded = read_json(result, "cell result")
+    try:
+        now = resolved_settings(config_to_dict(resolve(cell_config(c, options, result.parent / "run", 1, 1))))
+    except ValueError:
+        return
+    changed = {k: (recorded[k], v) for k, v in now.items() if k in recorded and recorded[k] != v}
+    if changed:
+        said = "; ".join(f"{k}: {old!r} then, {new!r} now" for k, (old, new) in changed.items())
+        raise SystemExit(
+            f"{result}: this finished run of {c.name} resolved its defaults otherwise than a run of it "
+            f"would now ({said}); move it out of the way to run the cell again, or give a new output "
+            "folder for runs of today's defaults"
+        )
+
+
 @dataclass(frozen=True)
 class CellFiles:
     """Where one cell runs and what it leaves: its run directory, its result file (the cell is
@@ -415,6 +440,8 @@ def run_cells(
     for c in cells:
         f = where[c]
         if f.result.exists():
+            if c.kind == "learned":
+                refuse_stale(c, options, f.result)
             outcome.skipped += 1
         elif f.reuse is not None and f.reuse.exists():
             f.result.parent.mkdir(parents=True, exist_ok=True)

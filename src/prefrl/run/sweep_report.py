@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias, TypedDict, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeGuard
 
 import numpy as np
 
@@ -95,17 +95,25 @@ def random_return(out: Path, env_id: str, episodes: int) -> float:
 
 
 def resolved_reward(run: Path) -> dict[str, object]:
-    """What a learned run's reward read and output, as its config.json resolved the ``auto``
-    settings (``reward_next_obs``, ``reward_output``), how it chose its queries
-    (``query_selection``: ``uniform`` or the disagreement measure, and ``selection_from``: the
-    labels before disagreement took over), how broad its first reward was
-    (``initial_steps_per_label``, ``l2_init``) and the exploration bonus it paid
-    (``exploration_bonus``, with its schedule and gate where on), so a per-seed result names
-    them without its run directory; empty where config.json lacks them."""
+    """:func:`resolved_settings` of a learned run's ``config.json``, so a per-seed result names
+    them without its run directory; empty where the file is missing or unreadable."""
     try:
         cfg = json.loads((run / "config.json").read_text())
-        reward = cfg["reward"]
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError):
+        return {}
+    return resolved_settings(cfg) if isinstance(cfg, dict) else {}
+
+
+def resolved_settings(cfg: Mapping[str, Any]) -> dict[str, object]:
+    """What a learned run's config (``config.json``'s object) resolved of the ``auto`` settings:
+    what its reward read and output (``reward_next_obs``, ``reward_output``), how it chose its
+    queries (``query_selection``: ``uniform`` or the disagreement measure, and
+    ``selection_from``: the labels before disagreement took over), how broad its first reward
+    was (``initial_steps_per_label``, ``l2_init``) and the exploration bonus it paid
+    (``exploration_bonus``, with its schedule and gate where on); empty where the config lacks
+    them (a run made before they were resolved)."""
+    reward = cfg.get("reward")
+    if not isinstance(reward, dict):
         return {}
     out: dict[str, object] = {}
     loop = cfg.get("loop") or {}
