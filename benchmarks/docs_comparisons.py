@@ -155,6 +155,8 @@ DOT_FADE = "floor-fade-2026-11-30/" + DOT200 + "-floor_schedule=labels-fragment_
 KW32 = '-env.kwargs={"size": 32}'  # the moving dot at 32 px
 DOT32 = "prefrl/MovingDot-v0-ppo-oracle-400l-50000s"  # at 400 labels and 50,000 steps
 DOT32_29 = "dot32-2026-11-29/" + DOT32  # its rows of 2026-11-29
+TRIAL01 = "reset-trial-2026-12-01/"  # the action head redrawn half-way on trial, beside no restart
+HEAD_TRIAL = "-agent_reset_at=0.5-agent_reset_layers=action-agent_reset_trial=2"  # its options
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -736,6 +738,53 @@ COMPARISONS: dict[str, Comparison] = {
             (
                 "LunarLander-v3, 50 labels, 100,000 steps (10, 5 and 10 seeds)",
                 (RESET28 + LANDER, FLOOR + LANDER + FLOOR_ON, FLOOR + LANDER + FLOOR_ON + LIFTED),
+            ),
+        ),
+    ),
+    "reset-trial": Comparison(
+        (
+            "row (PPO on state vectors; 5 seeds unless named; 2026-12-01, both columns on one 2-core "
+            "machine, AMD EPYC family 25 model 17)",
+            "no restart (today's default)",
+            "the action head redrawn half-way, on trial for two iterations (`--loop agent_reset_at=0.5 "
+            "--loop agent_reset_layers=action --loop agent_reset_trial=2`)",
+        ),
+        (
+            ("CartPole-v1, 10 labels, 50,000 steps", (TRIAL01 + CART10, TRIAL01 + CART10 + HEAD_TRIAL)),
+            ("CartPole-v1, 50 labels, 50,000 steps", (TRIAL01 + CART, TRIAL01 + CART + HEAD_TRIAL)),
+            (
+                "Acrobot-v1, 30 labels, 100,000 steps (the gated bonus named in the first column: today's "
+                "default there, 2026-11-30)",
+                (DEFAULT30 + ACRO30 + GATE_ON, TRIAL01 + ACRO30 + HEAD_TRIAL),
+            ),
+            ("Acrobot-v1, 100 labels, 100,000 steps", (TRIAL01 + ACRO, TRIAL01 + ACRO + HEAD_TRIAL)),
+            (
+                "LunarLander-v3, 50 labels, 100,000 steps (10 seeds)",
+                (TRIAL01 + LANDER, TRIAL01 + LANDER + HEAD_TRIAL),
+            ),
+            (
+                "LunarLander-v3, 100 labels, 100,000 steps (10 seeds)",
+                (TRIAL01 + LANDER100, TRIAL01 + LANDER100 + HEAD_TRIAL),
+            ),
+        ),
+    ),
+    "dot-trial": Comparison(
+        (
+            "row (PPO), on the third machine",
+            "today's default (no restart)",
+            "the action head redrawn half-way (`--loop agent_reset_layers=action`)",
+            "the same on trial for two iterations (`--loop agent_reset_trial=2`)",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips: seeds 0-4; the action head: "
+                "the default's stuck seeds 1-3; on trial: seeds 0 and 4 (the two that climbed without a "
+                "restart)",
+                (
+                    DOT_THIRD + DOT200_CLIPS,
+                    DOT_WHICH + DOT200 + RESET_ON + "-agent_reset_layers=action-fragment_length=10",
+                    TRIAL01 + DOT200 + HEAD_TRIAL + "-fragment_length=10",
+                ),
             ),
         ),
     ),
