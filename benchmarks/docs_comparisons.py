@@ -778,8 +778,7 @@ COMPARISONS: dict[str, Comparison] = {
         (
             (
                 "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips: seeds 0-4; the action head: "
-                "the default's stuck seeds 1-3; on trial: seeds 0 and 4 (the two that climbed without a "
-                "restart)",
+                "the default's stuck seeds 1-3; on trial: seeds 0, 1 and 4",
                 (
                     DOT_THIRD + DOT200_CLIPS,
                     DOT_WHICH + DOT200 + RESET_ON + "-agent_reset_layers=action-fragment_length=10",
