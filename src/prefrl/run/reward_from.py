@@ -6,9 +6,10 @@ evaluated on the true reward as ``prefrl train`` evaluates its own. The new run 
 ``config.json``, the reward it trained on (``reward.safetensors``, so it is a source of its own),
 ``policy.zip`` (prefrl's own format, :mod:`prefrl.agents.policy_io`, as ``prefrl train`` writes it:
 ``prefrl evaluate``, ``prefrl rollouts``, ``--agent-path`` and ``prefrl report`` read it), TensorBoard
-logs and ``report.json``; with ``--eval-interval``, also ``evaluations.csv``, written as each
-evaluation lands, as ``prefrl train`` writes it. Like ``prefrl train`` it runs on ``--threads``
-torch CPU threads.
+logs and ``report.json``; with ``--agent-path`` the agent starts from that policy instead of
+fresh weights (a warm start, as in ``prefrl train``); with ``--eval-interval``, also
+``evaluations.csv``, written as each evaluation lands, as ``prefrl train`` writes it. Like
+``prefrl train`` it runs on ``--threads`` torch CPU threads.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from prefrl.agents.evaluate import evaluate_returns
 from prefrl.agents.learned_reward import LearnedRewardVecEnv
-from prefrl.agents.policy_io import save_agent
+from prefrl.agents.policy_io import load_agent, save_agent
 from prefrl.agents.saved_reward import check_spaces, load_learned_reward, reward_file
 from prefrl.agents.sb3 import make_agent, make_vec_env
 from prefrl.rewards.io import save_reward_net
@@ -74,7 +75,10 @@ def train_on_saved_reward(cfg: TrainConfig) -> RunReport:
     venv = LearnedRewardVecEnv(
         vec, reward, hide_terminations=cfg.loop.hide_terminations, hidden_end=cfg.loop.hidden_end
     )
-    agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.random_steps)
+    if cfg.agent_path is not None:  # a warm start: fine-tune that policy on the frozen reward
+        agent = load_agent(cfg.agent.algo, cfg.agent_path, venv, cfg.agent.device, cfg.agent.backend)
+    else:
+        agent = make_agent(cfg.agent, venv, seed=cfg.seed, learning_starts=cfg.loop.random_steps)
     log_agent(agent, run)
     periodic = None
     if cfg.eval_interval > 0:
