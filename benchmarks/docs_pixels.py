@@ -317,6 +317,21 @@ def frozen(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def frozen_starts(res: Results) -> str:
+    """Agents on a frozen reward from different starting policies (``prefrl train --reward-from
+    REWARD [--agent-path POLICY] --eval-interval N``, reports under ``frozen-starts/``, each with
+    ``start`` and ``reward`` said in words): the true return at every evaluation, and the final
+    policy's."""
+    rows = []
+    for path in sorted((res.root / "frozen-starts").glob("*.json")):
+        r = json.loads(path.read_text())
+        curve = ", ".join(f"{v:.0f}" for _, v in r["evaluations"][:-1])  # the last: the final policy
+        rows.append([r["start"], r["reward"], f"{r['env_steps']:,}", curve, f"**{r['true_return']:.1f}**"])
+    head = ["policy at the start", "frozen reward", "steps", "true return at each evaluation",
+            "final policy"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def refit_events(res: Results) -> str:
     """Where each refit reward puts the value of sparse events (``refit_labels.py --events``, files
     under ``refit-events/``): every record, with the oracle labels of other play it was given
@@ -443,6 +458,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "refit-policies": refit_policies,
     "refit-events": refit_events,
     "frozen": frozen,
+    "frozen-starts": frozen_starts,
     "policies": policies,
     "policies-walker": lambda res: policies(res, "walker"),
     "policies-rune-walker": lambda res: policies(res, "rune-walker"),

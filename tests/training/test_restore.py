@@ -9,10 +9,18 @@ from stable_baselines3 import SAC
 
 from prefrl.agents.rollout import collect_episodes
 from prefrl.agents.sb3 import AgentConfig, make_agent, make_env, make_vec_env
-from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.data.trajectories import Trajectory, TrajectoryBatch
 from prefrl.rewards import MLPReward
 from prefrl.training.config import LoopConfig
-from prefrl.training.restore import ENT_COEF, AgentRestore, agent_params, set_agent_params, tail
+from prefrl.training.restore import (
+    ENT_COEF,
+    WINDOW,
+    AgentRestore,
+    agent_params,
+    set_agent_params,
+    tail,
+    windows,
+)
 from prefrl.training.watch import describe, summary
 from tests.training.test_loop import build
 
@@ -288,3 +296,55 @@ def test_the_report_says_when_the_run_ended_with_an_earlier_policy() -> None:
     assert s["restored"] == [[3000, 1000]]
     assert "the run ended with the agent's policy of step 1,000" in describe(s)
     assert "policy of step" not in summary(rows[:2])["text"]
+
+
+def _one_long_episode(level: float, seed: int, steps: int = 1000) -> TrajectoryBatch:
+    """One unfinished CartPole-shaped episode of ``steps`` steps whose observations sit near ``level``."""
+    rng = np.random.default_rng(seed)
+    obs = (level + 0.1 * rng.standard_normal((steps + 1, 4))).astype(np.float32)
+    acts = rng.integers(0, 2, steps)
+    return TrajectoryBatch.from_trajectories([Trajectory(obs=obs, acts=acts, truncated=True)])
+
+
+def test_a_policy_whose_episodes_outlast_its_share_is_kept_with_windows() -> None:
+    """Long games (Enduro): the newest steps in windows of WINDOW steps, within the bytes."""
+    batch = _one_long_episode(0.0, seed=0)
+    per_row = batch.obs.nbytes / len(batch.obs)
+    got = windows(batch, steps=10**6, max_bytes=3.5 * (WINDOW + 1) * per_row)  # room for three
+    assert got is not None and len(got) == 3 and (got.lengths == WINDOW).all()
+    np.testing.assert_array_equal(got.obs[-(WINDOW + 1) :], batch.obs[-(WINDOW + 1) :])  # the newest last
+    assert not got.terminated.any() and got.truncated.all()
+    assert windows(batch, steps=1, max_bytes=1.5 * (WINDOW + 1) * per_row) is None  # room for one
+    assert windows(_one_long_episode(0.0, seed=0, steps=WINDOW - 1)) is None  # shorter than a window
+    restore = AgentRestore(_paid_per_step(), 2.0)
+    restore.remember(_ppo(), batch, 1000)
+    assert len(restore.kept) == 1 and restore.kept[0].windows and tail(batch) is None
+
+
+def test_windows_are_compared_with_windows_only(tmp_path) -> None:
+    """The trial and watch/climb work where episodes outlast the share: the policy whose windows
+    the reward pays more leads; a policy kept with episodes is not compared with them."""
+    net = _paid_per_step()
+    low, high = (float(v) for v in net.predict(np.array([[0.0] * 4, [2.0] * 4]), np.zeros(2, int),
+                                               np.array([[0.0] * 4, [2.0] * 4]))[0])  # fmt: skip
+    better, worse = (2.0, 0.0) if high > low else (0.0, 2.0)
+    agent = _ppo()
+    restore = AgentRestore(net, 2.0)
+    restore.remember(agent, _cartpole(True, seed=0), 500)  # episodes
+    restore.remember(agent, _one_long_episode(worse, seed=1), 1000)  # windows from here on
+    assert np.isnan(restore.newest_over(500)) and np.isnan(restore.climb())
+    restore.remember(agent, _one_long_episode(better, seed=2), 2000)
+    assert restore.newest_over(1000) > 2 and restore.climb() > 2 and np.isnan(restore.newest_over(500))
+    best, lead = restore.lead()
+    assert best == 1 and lead < -2  # the earlier windows trail the newest
+    restore.remember(agent, _one_long_episode(worse, seed=3), 3000)  # now the best earlier leads
+    assert restore.lead()[1] > 3.6
+    before = _state(agent)
+    out = restore.choose(agent)  # the end's restore gives back only policies kept with episodes
+    assert out["watch/restore_gap"] > 3.6 and "watch/restored_from" not in out
+    assert all(torch.equal(v, before[k]) for k, v in _state(agent).items())
+    restore.save_files(tmp_path)
+    back = AgentRestore(net, 2.0)
+    back.load_files(tmp_path, agent)
+    assert [k.windows for k in back.kept] == [False, True, True, True]
+    assert back.newest_over(2000) == restore.newest_over(2000)

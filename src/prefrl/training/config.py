@@ -220,8 +220,10 @@ class LoopConfig:
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
     episodes of the policy it replaced (the copies of watch_restore); where the fresh agent is
     paid less, the replaced policy comes back and trains on (logged as agent/reset_trial, the
-    fresh agent's lead in standard errors, and agent/reset_undone). A trial that would run past
-    the last iteration ends there (none where the restart comes at the last). Off: it kept the
+    fresh agent's lead in standard errors, and agent/reset_undone; where episodes outlast the
+    copies' memory, as in long Atari games, windows of their newest steps are compared instead,
+    prefrl.training.restore). A trial that would run past the last iteration ends there (none
+    where the restart comes at the last). Off: it kept the
     fresh agent where the restart saved runs (the moving dot, Acrobot-v1's stuck seed) and gave
     Acrobot's good seeds their policy back, but LunarLander-v3 seeds whose old policy came back
     still ended below the same seeds without a restart. None: the restart stands."""

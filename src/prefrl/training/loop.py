@@ -345,7 +345,7 @@ class PreferenceLoop:
             return {}
         lead = self.restore.newest_over(int(replaced[-1]))
         out = {"agent/reset_trial": lead}
-        if lead < 0:  # NaN (the replaced policy played too few episodes to be kept): it stands
+        if lead < 0:  # NaN (the replaced policy was not kept, or kept otherwise than the newest): it stands
             self.restore.give_back(self.agent, int(replaced[-1]))
             out["agent/reset_undone"] = 1.0
         return out

@@ -17,10 +17,15 @@ No true reward is read, so it works with people; ``watch/restored_from_end`` in
 ``metrics.csv`` and the run's report say when it acted. The copies live in memory and in the
 checkpoints (``restore.safetensors``: each kept policy's parameters and step;
 ``restore.npz``: their episodes), so a resumed run ends as the uninterrupted one would have.
-Their episodes are held to :data:`BUDGET_BYTES` in all: a policy whose last two complete
-episodes alone are larger than its share (long Atari games) is not kept, so image runs pay a
-bounded amount of memory. SB3 agents (PyTorch state dicts, cloned) and SBX agents (flax
-train states) both go back whole.
+Their episodes are held to :data:`BUDGET_BYTES` in all, so image runs pay a bounded amount of
+memory. A policy whose last two complete episodes alone are larger than its share (long Atari
+games: Enduro's and Pong's episodes last thousands of steps) is kept with windows instead: its
+newest steps cut into pieces of :data:`WINDOW` steps, each scored as an episode is. Windows are
+compared only with windows (a policy kept with episodes and one kept with windows are not
+compared: an episode's sum and a window's are not on one scale), and only for the restart's
+trial (``LoopConfig.agent_reset_trial``) and the logged signals: the end's restore gives back
+only policies kept with episodes, the measure it was tried with. SB3 agents (PyTorch state
+dicts, cloned) and SBX agents (flax train states) both go back whole.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ import numpy as np
 import torch
 
 from prefrl.agents.policy_io import jax_owners, jax_state_tensors, jax_train_states, set_jax_states
-from prefrl.data.trajectories import TrajectoryBatch
+from prefrl.data.arrays import obs_map
+from prefrl.data.trajectories import Trajectory, TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
 from prefrl.storage.checkpoint import load_tensor_state, save_tensor_state
 
@@ -45,6 +51,8 @@ MIN_EPISODES = 2
 """Policies with fewer complete episodes than this are never compared."""
 BUDGET_BYTES = 256 * 2**20
 """Bytes of kept observations over all kept policies (each policy gets an equal share)."""
+WINDOW = 250
+"""Steps of each window of a policy kept with windows (its episodes outlast its share)."""
 CHUNK = 1024
 """Transitions per reward pass while scoring."""
 PARAMS_FILE, EPISODES_FILE = "restore.safetensors", "restore.npz"
@@ -59,6 +67,8 @@ class Snapshot:
     env_steps: int
     params: dict[str, Any]
     episodes: TrajectoryBatch
+    windows: bool = False
+    """Whether ``episodes`` are windows of :data:`WINDOW` steps rather than whole episodes."""
 
 
 def clone(tree: Any) -> Any:
@@ -94,6 +104,43 @@ def tail(
     if n < MIN_EPISODES:
         return None
     return TrajectoryBatch.from_trajectories([batch.episode(int(i)) for i in done[-n:]])
+
+
+def _rows(obs: Any, rows: slice) -> Any:
+    """``rows`` of an observation array (or of each array of a dict of them)."""
+    return obs_map(lambda a: a[rows], obs)
+
+
+def windows(
+    batch: TrajectoryBatch, steps: int = TAIL_STEPS, max_bytes: float = BUDGET_BYTES / KEEP
+) -> TrajectoryBatch | None:
+    """The newest steps of ``batch`` cut into windows of :data:`WINDOW` steps, each within one
+    episode (finished or not), newest first back to at least ``steps`` transitions, as many as
+    fit in ``max_bytes`` of observations (:data:`WINDOW` + 1 rows each); ``None`` with fewer than
+    :data:`MIN_EPISODES`. A window that reaches its episode's terminal end keeps ``terminated``."""
+    fit = int(max_bytes // ((WINDOW + 1) * row_bytes(batch.obs)))
+    want = min(fit, max(MIN_EPISODES, -(-steps // WINDOW)))
+    cut: list[Trajectory] = []
+    for i in range(len(batch) - 1, -1, -1):  # the newest episode first
+        if len(cut) >= want:
+            break
+        ep = batch.episode(i)
+        for end in range(len(ep), WINDOW - 1, -WINDOW):  # from the episode's end backwards
+            if len(cut) >= want:
+                break
+            s = end - WINDOW
+            cut.append(
+                Trajectory(
+                    obs=_rows(ep.obs, slice(s, end + 1)),
+                    acts=ep.acts[s:end],
+                    rews=None if ep.rews is None else ep.rews[s:end],
+                    terminated=ep.terminated and end == len(ep),
+                    truncated=not (ep.terminated and end == len(ep)),
+                )
+            )
+    if len(cut) < MIN_EPISODES:
+        return None
+    return TrajectoryBatch.from_trajectories(cut[::-1])
 
 
 ENT_COEF = "log_ent_coef"
@@ -161,10 +208,12 @@ class AgentRestore:
     def remember(self, agent: Any, batch: TrajectoryBatch, env_steps: int) -> None:
         """Keep ``agent``'s parameters now with the last complete episodes of ``batch`` (the
         episodes it played since the last call); nothing when ``batch`` has too few."""
-        last = tail(batch)
+        last, cut = tail(batch), False
+        if last is None:  # episodes too few or too long for the share: windows of the newest steps
+            last, cut = windows(batch), True
         if last is None:
             return
-        self.kept.append(Snapshot(env_steps, agent_params(agent), last))
+        self.kept.append(Snapshot(env_steps, agent_params(agent), last, cut))
         del self.kept[:-KEEP]
 
     def scores(self) -> list[np.ndarray]:
@@ -186,10 +235,11 @@ class AgentRestore:
         the difference (pooled over every kept policy's episodes), under the reward as it
         stands (``scores``: :meth:`scores`, if already computed); ``(-1, nan)`` with fewer
         than two kept."""
-        if len(self.kept) < 2:
+        like = [j for j in range(len(self.kept) - 1) if self.kept[j].windows == self.kept[-1].windows]
+        if not like:
             return -1, float("nan")
         scores = self.scores() if scores is None else scores
-        best = int(np.argmax([s.mean() for s in scores[:-1]]))
+        best = like[int(np.argmax([scores[j].mean() for j in like]))]
         return best, _lead(scores, best, -1)
 
     def climb(self, scores: list[np.ndarray] | None = None) -> float:
@@ -197,14 +247,15 @@ class AgentRestore:
         the reward as it stands, in standard errors of the difference (pooled as in
         :meth:`lead`); ``nan`` with fewer than two kept. Near 0 or below: the agent has not
         improved, by its current reward, over the window the copies span."""
-        return self.newest_over(self.kept[0].env_steps, scores) if len(self.kept) > 1 else float("nan")
+        like = [s for s in self.kept[:-1] if s.windows == self.kept[-1].windows]
+        return self.newest_over(like[0].env_steps, scores) if like else float("nan")
 
     def newest_over(self, env_steps: int, scores: list[np.ndarray] | None = None) -> float:
         """The newest kept policy's lead over the kept policy taken at ``env_steps``, in standard
         errors of the difference (pooled as in :meth:`lead`), under the reward as it stands;
         ``nan`` where no such policy is kept or it is the newest."""
         at = [j for j, s in enumerate(self.kept[:-1]) if s.env_steps == env_steps]
-        if not at:
+        if not at or self.kept[at[-1]].windows != self.kept[-1].windows:
             return float("nan")
         return _lead(self.scores() if scores is None else scores, -1, at[-1])
 
@@ -227,13 +278,14 @@ class AgentRestore:
 
     def choose(self, agent: Any) -> dict[str, float]:
         """The end of training: give ``agent`` the best earlier policy where it leads the
-        newest by more than ``margin``. Returns ``watch/restore_gap`` and, where it acted,
-        ``watch/restored_from`` (the environment step of the policy given back)."""
+        newest by more than ``margin`` (policies kept with episodes only). Returns
+        ``watch/restore_gap`` and, where it acted, ``watch/restored_from`` (the environment
+        step of the policy given back)."""
         best, lead = self.lead()
         if best < 0:
             return {}
         out = {"watch/restore_gap": lead}
-        if lead > self.margin:
+        if lead > self.margin and not self.kept[-1].windows:  # windows: the trial's and the signals' only
             out["watch/restored_from"] = float(self.kept[best].env_steps)
             self._bring_back(agent, best)
         return out
@@ -252,6 +304,7 @@ class AgentRestore:
         state = {f"p{i}": p for i, p in enumerate(params)}
         state["steps"] = [s.env_steps for s in self.kept]  # type: ignore[assignment]  # a JSON leaf
         state["episodes"] = [len(s.episodes) for s in self.kept]  # type: ignore[assignment]
+        state["windows"] = [int(s.windows) for s in self.kept]  # type: ignore[assignment]
         save_tensor_state(state, path / PARAMS_FILE)
         TrajectoryBatch.concat([s.episodes for s in self.kept]).save(path / EPISODES_FILE)
 
@@ -264,13 +317,14 @@ class AgentRestore:
         state: Any = load_tensor_state(path / PARAMS_FILE)
         every = TrajectoryBatch.load(path / EPISODES_FILE)
         counts = [int(n) for n in state["episodes"]]
+        cut = [bool(w) for w in state.get("windows", [0] * len(counts))]  # older files: episodes
         if sum(counts) != len(every):
             raise ValueError(
                 f"{path / EPISODES_FILE}: {len(every)} episodes, the kept policies name {sum(counts)}"
             )
         live = agent_params(agent) if jax_train_states(agent) else None
         starts = np.cumsum([0, *counts])
-        for i, (step, n) in enumerate(zip(state["steps"], counts, strict=True)):
+        for i, (step, n, w) in enumerate(zip(state["steps"], counts, cut, strict=True)):
             params = state[f"p{i}"]
             if live is not None:  # SBX: the leaves go into the agent's own tree structure
                 set_jax_states(agent, _keyed(params["jax"], int))
@@ -278,7 +332,7 @@ class AgentRestore:
             else:
                 params = {k.replace(":", "."): v for k, v in params.items()}
             episodes = [every.episode(int(j)) for j in range(starts[i], starts[i] + n)]
-            self.kept.append(Snapshot(int(step), params, TrajectoryBatch.from_trajectories(episodes)))
+            self.kept.append(Snapshot(int(step), params, TrajectoryBatch.from_trajectories(episodes), w))
         if live is not None:
             set_agent_params(agent, live)
 
