@@ -157,6 +157,7 @@ DOT32 = "prefrl/MovingDot-v0-ppo-oracle-400l-50000s"  # at 400 labels and 50,000
 DOT32_29 = "dot32-2026-11-29/" + DOT32  # its rows of 2026-11-29
 TRIAL01 = "reset-trial-2026-12-01/"  # the action head redrawn half-way on trial, beside no restart
 HEAD_TRIAL = "-agent_reset_at=0.5-agent_reset_layers=action-agent_reset_trial=2"  # its options
+HEADS_TRIAL01 = "dot-heads-trial-2026-12-01/"  # both heads redrawn half-way on trial, the dot's seeds 0, 1, 4
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -783,6 +784,25 @@ COMPARISONS: dict[str, Comparison] = {
                     DOT_THIRD + DOT200_CLIPS,
                     DOT_WHICH + DOT200 + RESET_ON + "-agent_reset_layers=action-fragment_length=10",
                     TRIAL01 + DOT200 + HEAD_TRIAL + "-fragment_length=10",
+                ),
+            ),
+        ),
+    ),
+    "dot-heads-trial": Comparison(
+        (
+            "row (PPO), on the third machine",
+            "today's default (no restart)",
+            "both heads redrawn half-way (`--loop agent_reset_layers=heads`)",
+            "the same on trial for two iterations (`--loop agent_reset_trial=2`)",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips: seeds 0-4; on trial: "
+                "seeds 0, 1 and 4",
+                (
+                    DOT_THIRD + DOT200_CLIPS,
+                    DOT_THIRD + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
+                    HEADS_TRIAL01 + DOT200 + RESET_ON + HEADS_ON + "-agent_reset_trial=2-fragment_length=10",
                 ),
             ),
         ),

@@ -332,6 +332,21 @@ def frozen_starts(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def policy_actions(res: Results) -> str:
+    """How saved policies spread their actions over the same frames (``policy_actions.py``, files
+    under ``policy-actions/``): each policy's mean probability per action, its mean entropy per
+    frame, the entropy of its mean and their difference (how much its action depends on the frame)."""
+    rows = []
+    for path in sorted((res.root / "policy-actions").glob("*.json")):
+        for r in json.loads(path.read_text())["records"]:
+            probs = " / ".join(f"{p:.2f}" for p in r["mean_probs"])
+            rows.append([r["policy"], probs, f"{r['mean_entropy']:.2f}", f"{r['entropy_of_mean']:.2f}",
+                         f"**{r['mutual_information']:.2f}**", f"{r['max_entropy']:.2f}"])  # fmt: skip
+    head = ["policy", "mean probability of each action", "mean entropy (nats)", "entropy of the mean",
+            "what the frame decides (their difference)", "largest entropy"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def refit_events(res: Results) -> str:
     """Where each refit reward puts the value of sparse events (``refit_labels.py --events``, files
     under ``refit-events/``): every record, with the oracle labels of other play it was given
@@ -459,6 +474,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "refit-events": refit_events,
     "frozen": frozen,
     "frozen-starts": frozen_starts,
+    "policy-actions": policy_actions,
     "policies": policies,
     "policies-walker": lambda res: policies(res, "walker"),
     "policies-rune-walker": lambda res: policies(res, "rune-walker"),

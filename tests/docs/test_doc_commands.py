@@ -89,6 +89,7 @@ EXCLUDED: dict[str, str] = {
 PLACEHOLDERS: dict[str, str] = {
     "<time>": "doc",  # runs/Pendulum-v1-sac-<time>: the tiny Pendulum run of RESOURCES
     "runs/.../": "runs/Pendulum-v1-sac-doc/",
+    "checkpoints/iter_000006": "checkpoints/iter_000001",  # a checkpoint the tiny run keeps
 }
 
 # ------------------------------------------------------------------------------ rules
@@ -247,6 +248,23 @@ def frontier_short(_: list[str], argv: list[str]) -> list[str]:
     return [*argv, "--out", "runs/frontier"]
 
 
+def policy_actions_short(argv: list[str]) -> list[str]:
+    """``policy_actions.py`` on the gridworld run's policy and random rollouts, into the sandbox."""
+    out, i = [], 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("--env.id", "--trajectories", "--out", "--policy"):
+            name = argv[i + 1].partition("=")[0]
+            value = {"--env.id": "prefrl/GridWorld-v0", "--trajectories": "grid.npz", "--out": "actions.json",
+                     "--policy": f"{name}=runs/grid/policy.zip"}[word]  # fmt: skip
+            out += [word, value]
+            i += 2
+        else:
+            out.append(word)
+            i += 1
+    return out
+
+
 def drop_missing_imitation(argv: list[str]) -> list[str]:
     """``--imitation-python PATH`` needs a separate venv made by an install step: dropped when absent."""
     py = opt(argv, "--imitation-python")
@@ -390,6 +408,13 @@ RULES: tuple[Rule, ...] = (
         outputs=lambda a: (
             [results_in_sandbox(a)[results_in_sandbox(a).index("--out") + 1]] if has(a, "--out") else []
         ),
+    ),
+    Rule(  # the gridworld run's PPO policy (the tiny Pendulum run's is SAC) on its random rollouts
+        "benchmarks/policy_actions.py",
+        script_is("benchmarks/policy_actions.py"),
+        policy_actions_short,
+        slow=lambda a: True,
+        outputs=lambda a: ["actions.json"] if has(a, "--out") else [],
     ),
     Rule(  # a few clips, labels and optimiser steps; the result file into the sandbox, not results/
         "benchmarks/coinrun.py",
@@ -928,7 +953,8 @@ def resources_of(case: Case) -> list[tuple[str, list[str]]]:
     out: dict[str, list[str]] = {}
     for c in case.runnable:
         made = c.written()
-        for w in c.words:
+        words = [*c.words, *(x for stage in c.short_stages() for x in stage)]  # a rule's own inputs too
+        for w in [*words, *(v for w in words if (v := w.partition("=")[2]))]:  # NAME=path words too
             for key in RESOURCES:
                 if (w == key or w.startswith(key + "/")) and w not in made and key not in made:
                     out.setdefault(key, c.words)

@@ -158,3 +158,23 @@ def test_reward_from_warm_starts_from_agent_path(agent_run: tuple[Path, str, str
     # one PPO update of 64 steps moves a policy some way; fresh weights lie further (without the
     # warm start both runs are the same run: equal distances)
     assert weights and moved(warm) < 0.5 * moved(fresh)
+
+
+def test_reward_from_a_checkpoint_takes_the_reward_as_the_run_had_it_then(
+    source: Path, tmp_path: Path
+) -> None:
+    """``--reward-from RUN/checkpoints/iter_*``: that checkpoint's reward, normalised with that
+    checkpoint's statistics, in the run's environment (no --env.id given)."""
+    ckpt = CheckpointDir(source)
+    first = sorted(ckpt.root.glob("iter_*"))[0]
+    stats = section(ckpt.read_state(first), "normalizer")
+    assert stats != section(ckpt.read_state(present(ckpt.latest())), "normalizer") or first == ckpt.latest()
+    report = train(parse_args(["--reward-from", str(first), "--run-dir", str(tmp_path / "then"),
+                               "--loop.total-steps", "64", *TINY]))  # fmt: skip
+    assert report["env"] == "CartPole-v1"
+    assert read_reward_normalizer(tmp_path / "then" / "reward.safetensors") == {"normalize": True, **stats}
+    a, b = (
+        load_reward_net(tmp_path / "then" / "reward.safetensors"),
+        load_reward_net(first / "reward.safetensors"),
+    )
+    assert all((x == y).all() for x, y in zip(a.state_dict().values(), b.state_dict().values()))

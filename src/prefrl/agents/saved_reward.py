@@ -61,7 +61,8 @@ class SavedReward(LearnedReward):
 
 
 def reward_file(source: str | Path) -> Path:
-    """The reward file of ``source``: a run directory (its ``reward.safetensors``) or the file itself."""
+    """The reward file of ``source``: a run directory or one of its checkpoints
+    (``RUN/checkpoints/iter_*``; their ``reward.safetensors``) or the file itself."""
     path = Path(source)
     if path.is_dir():
         if not (path / REWARD_FILE).exists():
@@ -76,25 +77,38 @@ def reward_file(source: str | Path) -> Path:
     return path
 
 
+def checkpoint_run(path: str | Path) -> Path | None:
+    """The run directory of checkpoint directory ``path`` (``RUN/checkpoints/iter_*``), or ``None``
+    where ``path`` is none."""
+    path = Path(path)
+    if path.parent.name == "checkpoints" and (path / "state.json").exists():
+        return path.parent.parent
+    return None
+
+
 def saved_normalizer(path: Path) -> dict[str, object] | None:
     """How the run that wrote reward file ``path`` normalised its agent's reward:
     ``{"normalize": False}``, ``{"normalize": True, **statistics}``, or ``None`` (unknown).
 
     Runs save it in the reward file when they finish; for one that stopped before, the last
-    checkpoint's statistics (``RUN/checkpoints/iter_*/state.json``) are taken.
+    checkpoint's statistics (``RUN/checkpoints/iter_*/state.json``) are taken, and for a
+    checkpoint's own reward file (``RUN/checkpoints/iter_*/reward.safetensors``: the reward as the
+    run had it then) that checkpoint's.
     """
     saved = read_reward_normalizer(path)
     if saved is not None:
         return saved
-    run = path.parent
+    run, at = path.parent, None
+    if (of := checkpoint_run(run)) is not None:  # a checkpoint's reward: the run as it was then
+        run, at = of, run
     if not (run / "config.json").exists():
         return None
     config = read_json(run / "config.json", "run config")
     if not config.get("loop", {}).get("normalize_reward", True):
         return {"normalize": False}
     ckpt = CheckpointDir(run)
-    latest = ckpt.latest()
-    stats = None if latest is None else ckpt.read_state(latest).get("normalizer")
+    at = at or ckpt.latest()
+    stats = None if at is None else ckpt.read_state(at).get("normalizer")
     return {"normalize": True, **stats} if isinstance(stats, dict) and stats else None
 
 

@@ -90,10 +90,12 @@ class TrainConfig:
     """Offline mode: learn only a reward, from clips of this trajectory file (.npz)."""
     reward_from: RewardFrom = None
     """Train only an agent, --loop.total-steps steps, on the frozen reward of this finished run (a run
-    directory, whose environment it takes, or a reward.safetensors file), normalised as that run's
+    directory, whose environment it takes, one of its checkpoint directories RUN/checkpoints/iter_*,
+    for the reward as the run had it then, or a reward.safetensors file), normalised as that run's
     agent saw it: no queries, no reward training (see docs/integrations.md)."""
     agent_path: OptFile = None
-    """Warm start: initial policy from this SB3 .zip file."""
+    """Warm start: initial policy from this policy.zip (prefrl's own format, as prefrl train writes
+    it), with --reward-from too."""
     save_preferences: OptFile = None
     """Also copy the final preference dataset (.npz) to this path."""
     final_agent_steps: int = 0

@@ -28,6 +28,7 @@ import torch
 from gymnasium import spaces
 
 from prefrl.agents.evaluate import DETERMINISTIC, SAMPLED
+from prefrl.agents.saved_reward import checkpoint_run
 from prefrl.agents.sb3 import check_agent_space, check_env_id, discrete_on_images, make_env, resolve_algo
 from prefrl.preference.trainer import FLAT_CNN_LR, LR
 from prefrl.run.config import TrainConfig, config_from_dict
@@ -103,9 +104,11 @@ def probe_env(cfg: TrainConfig) -> EnvProbe:
 
 
 def source_env(cfg: TrainConfig) -> TrainConfig:
-    """``cfg`` with the environment of the ``--reward-from`` run (a run directory's config.json)."""
+    """``cfg`` with the environment of the ``--reward-from`` run (a run directory's config.json, or
+    that of the run a checkpoint directory belongs to)."""
     assert cfg.reward_from is not None
     source = Path(cfg.reward_from)
+    source = checkpoint_run(source) or source
     if source.is_dir() and (source / "config.json").exists():
         where = f"{source}/config.json"
         env = config_from_dict(read_json(source / "config.json", "run config"), where).env
