@@ -49,7 +49,7 @@ def atari_tables(res: Results, folders: tuple[str, ...]) -> str:
     and each row's training time."""
     head: list[str] = []
     rows: list[str] = []
-    notes, times = "", []
+    notes, times = "", list[str]()
     mark = "Training time of each finished run: "
     for folder in folders:
         lines = atari_table(res, folder).splitlines()
