@@ -335,6 +335,10 @@ def test_windows_are_compared_with_windows_only(tmp_path) -> None:
     assert np.isnan(restore.newest_over(500)) and np.isnan(restore.climb())
     restore.remember(agent, _one_long_episode(better, seed=2), 2000)
     assert restore.newest_over(1000) > 2 and restore.climb() > 2 and np.isnan(restore.newest_over(500))
+    alone = AgentRestore(net, 2.0)  # the same windows without the policy kept with episodes
+    alone.remember(agent, _one_long_episode(worse, seed=1), 1000)
+    alone.remember(agent, _one_long_episode(better, seed=2), 2000)
+    assert alone.newest_over(1000) == restore.newest_over(1000)  # episodes' spread is not pooled in
     best, lead = restore.lead()
     assert best == 1 and lead < -2  # the earlier windows trail the newest
     restore.remember(agent, _one_long_episode(worse, seed=3), 3000)  # now the best earlier leads

@@ -235,20 +235,24 @@ class AgentRestore:
         the difference (pooled over every kept policy's episodes), under the reward as it
         stands (``scores``: :meth:`scores`, if already computed); ``(-1, nan)`` with fewer
         than two kept."""
-        like = [j for j in range(len(self.kept) - 1) if self.kept[j].windows == self.kept[-1].windows]
+        like = self._like()[:-1]
         if not like:
             return -1, float("nan")
         scores = self.scores() if scores is None else scores
         best = like[int(np.argmax([scores[j].mean() for j in like]))]
-        return best, _lead(scores, best, -1)
+        return best, _lead(scores, best, -1, self._like())
+
+    def _like(self) -> list[int]:
+        """The kept policies kept as the newest is (with episodes, or with windows), the newest last."""
+        return [j for j, s in enumerate(self.kept) if s.windows == self.kept[-1].windows]
 
     def climb(self, scores: list[np.ndarray] | None = None) -> float:
         """How far the newest kept policy's episodes score above the oldest kept policy's under
         the reward as it stands, in standard errors of the difference (pooled as in
         :meth:`lead`); ``nan`` with fewer than two kept. Near 0 or below: the agent has not
         improved, by its current reward, over the window the copies span."""
-        like = [s for s in self.kept[:-1] if s.windows == self.kept[-1].windows]
-        return self.newest_over(like[0].env_steps, scores) if like else float("nan")
+        like = self._like()[:-1]
+        return self.newest_over(self.kept[like[0]].env_steps, scores) if like else float("nan")
 
     def newest_over(self, env_steps: int, scores: list[np.ndarray] | None = None) -> float:
         """The newest kept policy's lead over the kept policy taken at ``env_steps``, in standard
@@ -257,7 +261,7 @@ class AgentRestore:
         at = [j for j, s in enumerate(self.kept[:-1]) if s.env_steps == env_steps]
         if not at or self.kept[at[-1]].windows != self.kept[-1].windows:
             return float("nan")
-        return _lead(self.scores() if scores is None else scores, -1, at[-1])
+        return _lead(self.scores() if scores is None else scores, -1, at[-1], self._like())
 
     def give_back(self, agent: Any, env_steps: int) -> None:
         """Load the kept policy taken at ``env_steps`` into ``agent`` (it then stands for the
@@ -337,11 +341,11 @@ class AgentRestore:
             set_agent_params(agent, live)
 
 
-def _lead(scores: list[np.ndarray], a: int, b: int) -> float:
+def _lead(scores: list[np.ndarray], a: int, b: int, pool: list[int]) -> float:
     """How far kept policy ``a``'s episode scores lie above policy ``b``'s, in standard errors
-    of the difference (the variance pooled over every kept policy; each has >= 2 episodes),
-    held within +-1e6."""
-    pooled = np.mean([s.var(ddof=1) for s in scores])
+    of the difference (the variance pooled over the kept policies ``pool``, those kept as ``a``
+    and ``b`` are: with episodes or with windows; each has >= 2), held within +-1e6."""
+    pooled = np.mean([scores[j].var(ddof=1) for j in pool])
     se = float(np.sqrt(pooled * (1 / len(scores[a]) + 1 / len(scores[b]))))
     gap = float(scores[a].mean() - scores[b].mean())
     lead = gap / se if se > 0 else (np.inf if gap > 0 else 0.0)
