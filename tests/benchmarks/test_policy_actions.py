@@ -32,8 +32,10 @@ def test_a_policy_that_dropped_an_action_everywhere_is_told_from_a_fresh_one(tmp
     fresh = make_agent(cfg, make_vec_env("CartPole-v1", 1, seed=0))
     save_agent(fresh, tmp_path / "fresh.zip")
     left = make_agent(cfg, make_vec_env("CartPole-v1", 1, seed=0))
+    head = left.policy.action_net
+    assert isinstance(head, torch.nn.Linear)
     with torch.no_grad():
-        left.policy.action_net.bias.copy_(torch.tensor([10.0, -10.0]))
+        head.bias.copy_(torch.tensor([10.0, -10.0]))
     save_agent(left, tmp_path / "left.zip")
     collect_episodes(make_env("CartPole-v1"), n_episodes=5, seed=0).save(tmp_path / "random.npz")
     out = tmp_path / "actions.json"

@@ -143,17 +143,20 @@ def test_reward_from_runs_on_threads(source: Path, tmp_path: Path) -> None:
 def test_reward_from_warm_starts_from_agent_path(agent_run: tuple[Path, str, str], tmp_path: Path) -> None:
     """``--agent-path`` fine-tunes that policy on the frozen reward instead of fresh weights."""
     source_policy = agent_run[0] / "policy.zip"
-    _, start = read_policy(source_policy)
+
+    def policy_tensors(path: Path) -> dict[str, torch.Tensor]:  # the policy network's state dict
+        return section(read_policy(path)[1], "torch", "policy")
+
+    start = policy_tensors(source_policy)
     args = ["--reward-from", str(agent_run[0]), "--loop.total-steps", "64", *TINY]
     train(parse_args([*args, "--run-dir", str(tmp_path / "warm"), "--agent-path", str(source_policy)]))
     train(parse_args([*args, "--run-dir", str(tmp_path / "fresh")]))
-    _, warm = read_policy(tmp_path / "warm" / "policy.zip")
-    _, fresh = read_policy(tmp_path / "fresh" / "policy.zip")
-    weights = [k for k in start["torch"]["policy"] if k.endswith("weight")]
+    warm = policy_tensors(tmp_path / "warm" / "policy.zip")
+    fresh = policy_tensors(tmp_path / "fresh" / "policy.zip")
+    weights = [k for k in start if k.endswith("weight")]
 
-    def moved(state: dict) -> float:  # how far each run's weights lie from the policy it was given
-        new, old = state["torch"]["policy"], start["torch"]["policy"]
-        return sum(float((new[k] - old[k]).abs().sum()) for k in weights)
+    def moved(new: dict[str, torch.Tensor]) -> float:  # how far a run's weights lie from those it was given
+        return sum(float((new[k] - start[k]).abs().sum()) for k in weights)
 
     # one PPO update of 64 steps moves a policy some way; fresh weights lie further (without the
     # warm start both runs are the same run: equal distances)
