@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from prefrl.agents.policy_io import load_agent
+from prefrl.training.agent_step import SOFT_KEEP
 from prefrl.training.callbacks import LoopCallback
 from prefrl.training.config import LoopConfig
 from prefrl.training.watch import summary
@@ -241,6 +242,37 @@ def test_one_head_reset_redraws_that_head_only(layers: str) -> None:
     again.agent.policy.load_state_dict(trained)
     again.agent_step.reset(seed=5, layers=cast(Any, layers))
     assert not _moved(fresh, _weights(again.agent))
+
+
+def test_soft_reset_flattens_the_action_head_and_redraws_the_value_head() -> None:
+    """agent_reset_layers=soft: the value head gets new weights, the action head keeps its own
+    scaled by SOFT_KEEP (the policy samples near uniformly again, preferring what it preferred),
+    the layers that read the observation keep theirs, and the optimiser starts afresh."""
+    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5, agent_reset_layers="soft")  # fmt: skip
+    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
+    loop.agent.ent_coef, loop.agent.learning_rate = 0.0, 0.01  # narrow the policy
+    loop.agent.lr_schedule = lambda _: 0.01
+    loop.agent_step.learn(64 * 30)
+    obs = torch.as_tensor(np.random.default_rng(0).normal(size=(256, 4)), dtype=torch.float32)
+    with torch.no_grad():
+        before = loop.agent.policy.get_distribution(obs).distribution.probs
+    trained = _weights(loop.agent)
+    loop.agent_step.reset(seed=5, layers="soft")
+    soft = _weights(loop.agent)
+    changed = {k for k in trained if not torch.equal(trained[k], soft[k])}
+    assert changed == {"action_net.weight", "action_net.bias", "value_net.weight", "value_net.bias"}
+    for k in ("action_net.weight", "action_net.bias"):
+        assert torch.allclose(soft[k], SOFT_KEEP * trained[k])
+    assert not loop.agent.policy.optimizer.state
+    with torch.no_grad():
+        after = loop.agent.policy.get_distribution(obs).distribution.probs
+    entropy = -(after * after.log()).sum(-1).mean().item()
+    narrowed = -(before * before.log()).sum(-1).mean().item()
+    assert entropy > 0.9 * np.log(2) and entropy > narrowed + 0.1, (narrowed, entropy)
+    decided = (before[:, 0] - 0.5).abs() > 0.1  # the order of its preferences stays
+    assert decided.any()
+    assert torch.equal((after[decided, 0] > 0.5), (before[decided, 0] > 0.5))
 
 
 def test_heads_reset_is_validated() -> None:

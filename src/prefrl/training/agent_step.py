@@ -245,14 +245,22 @@ def _heads_of(agent: object) -> ActorCriticPolicy:
     return policy
 
 
+SOFT_KEEP = 0.1
+"""``agent_reset_layers=soft``: the factor on the action head's weights and bias. At 0.1 the moving
+dot's stuck policies (logits a few nats apart) sampled near uniformly again and, with the value
+head redrawn, climbed on their frozen reward as fast as with both heads redrawn."""
+
+
 def _reset_heads(agent: BaseAlgorithm, seed: int, layers: ResetLayers = "heads") -> None:
     """Re-draw an on-policy agent's last layers as stable-baselines3 first draws them (the
     action head at gain 0.01, so that the policy samples near uniformly again, with a Gaussian
     policy's log-std at its initial value; the value head at gain 1) and give it a fresh
-    optimiser. ``layers``: both heads (``heads``), or only ``action`` or ``value``."""
+    optimiser. ``layers``: both heads (``heads``), or only ``action`` or ``value``; ``soft``:
+    the value head redrawn and the action head's weights and bias scaled by :data:`SOFT_KEEP`
+    (near-uniform sampling that keeps the order of the policy's preferences)."""
     policy = _heads_of(agent)
     heads = [(policy.action_net, 0.01), (policy.value_net, 1.0)]
-    chosen = {"heads": heads, "action": heads[:1], "value": heads[1:]}[layers]
+    chosen = {"heads": heads, "action": heads[:1], "value": heads[1:], "soft": heads[1:]}[layers]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         for head, gain in chosen:
@@ -260,6 +268,10 @@ def _reset_heads(agent: BaseAlgorithm, seed: int, layers: ResetLayers = "heads")
                 head.apply(partial(policy.init_weights, gain=gain))
             else:
                 cast(torch.nn.Linear, head).reset_parameters()
+    if layers == "soft":
+        with torch.no_grad():
+            for param in policy.action_net.parameters():
+                param.mul_(SOFT_KEEP)
     log_std = getattr(policy, "log_std", None)
     if layers != "value" and isinstance(log_std, torch.nn.Parameter):
         with torch.no_grad():

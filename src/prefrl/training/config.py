@@ -16,7 +16,7 @@ TRIAL_MAX = 6
 """The longest trial of a restart, in iterations (``agent_reset_trial``): the replaced policy
 must still be among the policies the restore keeps (the newest 8)."""
 
-ResetLayers = Literal["all", "heads", "action", "value"]  # what agent_reset_at redraws
+ResetLayers = Literal["all", "heads", "action", "value", "soft"]  # what agent_reset_at redraws
 RESET_LAYERS: tuple[ResetLayers, ...] = get_args(ResetLayers)
 """What ``agent_reset_at`` restarts: every weight, an on-policy agent's last layers (both heads),
 or one of them (the action head, the value head)."""
@@ -214,7 +214,11 @@ class LoopConfig:
     On the moving dot (200 labels, five seeds side by side on one machine) heads scored a median
     of 0.89 (worst 0.85) against 0.28 (worst 0.05) without a restart; not a default, since it
     lost on LunarLander-v3 and on Enduro (seed 0 side by side: 0.00 against 0.12), whose agents
-    were still climbing when they were restarted."""
+    were still climbing when they were restarted. soft: the value head redrawn and the action
+    head's weights scaled by 0.1 (prefrl.training.agent_step.SOFT_KEEP), so that the policy
+    samples near uniformly again but keeps the order of its preferences; on the moving dot's
+    stuck policies held on a frozen reward, neither the action head flattened nor the value head
+    redrawn alone freed them, both together did, as fast as both heads redrawn."""
     agent_reset_trial: OptInt = None
     """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
