@@ -189,16 +189,24 @@ def test_each_iteration_logs_how_much_an_on_policy_agent_still_samples(algo: str
     assert loop.agent_step.stats()["agent/entropy"] < logged[-1]
 
 
-def test_heads_reset_redraws_the_last_layers_only_and_the_policy_samples_again() -> None:
-    """agent_reset_layers=heads: after training hard, the action and value heads get new
-    weights and the layers that read the observation keep theirs; the policy samples near
-    uniformly again and its optimiser starts afresh; the same seed draws the same heads."""
+def _narrowed_loop(layers: str) -> Any:
+    """A CartPole PPO loop whose restart redraws ``layers``, trained greedily at a high learning
+    rate until its policy has narrowed (what a restart is for)."""
     cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
-                     agent_reset_at=0.5, agent_reset_layers="heads")  # fmt: skip
+                     agent_reset_at=0.5, agent_reset_layers=cast(Any, layers))  # fmt: skip
     loop = build(cfg, algo="ppo", env_id="CartPole-v1")
     loop.agent.ent_coef, loop.agent.learning_rate = 0.0, 0.01  # narrow the policy
     loop.agent.lr_schedule = lambda _: 0.01
     loop.agent_step.learn(64 * 30)
+    return loop
+
+
+def test_heads_reset_redraws_the_last_layers_only_and_the_policy_samples_again() -> None:
+    """agent_reset_layers=heads: after training hard, the action and value heads get new
+    weights and the layers that read the observation keep theirs; the policy samples near
+    uniformly again and its optimiser starts afresh; the same seed draws the same heads."""
+    loop = _narrowed_loop("heads")
+    cfg = loop.config
     narrowed = loop.agent_step.stats()["agent/entropy"]
     trained = _weights(loop.agent)
     assert loop.agent.policy.optimizer.state  # Adam's moments of the training
@@ -248,12 +256,7 @@ def test_soft_reset_flattens_the_action_head_and_redraws_the_value_head() -> Non
     """agent_reset_layers=soft: the value head gets new weights, the action head keeps its own
     scaled by SOFT_KEEP (the policy samples near uniformly again, preferring what it preferred),
     the layers that read the observation keep theirs, and the optimiser starts afresh."""
-    cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
-                     agent_reset_at=0.5, agent_reset_layers="soft")  # fmt: skip
-    loop = build(cfg, algo="ppo", env_id="CartPole-v1")
-    loop.agent.ent_coef, loop.agent.learning_rate = 0.0, 0.01  # narrow the policy
-    loop.agent.lr_schedule = lambda _: 0.01
-    loop.agent_step.learn(64 * 30)
+    loop = _narrowed_loop("soft")
     obs = torch.as_tensor(np.random.default_rng(0).normal(size=(256, 4)), dtype=torch.float32)
     with torch.no_grad():
         before = loop.agent.policy.get_distribution(obs).distribution.probs

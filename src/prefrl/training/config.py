@@ -19,7 +19,8 @@ must still be among the policies the restore keeps (the newest 8)."""
 ResetLayers = Literal["all", "heads", "action", "value", "soft"]  # what agent_reset_at redraws
 RESET_LAYERS: tuple[ResetLayers, ...] = get_args(ResetLayers)
 """What ``agent_reset_at`` restarts: every weight, an on-policy agent's last layers (both heads),
-or one of them (the action head, the value head)."""
+one of them (the action head, the value head), or ``soft`` (the value head redrawn, the action
+head scaled down)."""
 
 EndValue = Literal["absorbing", "median", "mean"]  # what an episode end the agent is told is worth
 END_VALUES: tuple[EndValue, ...] = get_args(EndValue)
