@@ -158,6 +158,8 @@ DOT32_29 = "dot32-2026-11-29/" + DOT32  # its rows of 2026-11-29
 TRIAL01 = "reset-trial-2026-12-01/"  # the action head redrawn half-way on trial, beside no restart
 HEAD_TRIAL = "-agent_reset_at=0.5-agent_reset_layers=action-agent_reset_trial=2"  # its options
 HEADS_TRIAL01 = "dot-heads-trial-2026-12-01/"  # both heads redrawn half-way on trial, the dot's seeds 0, 1, 4
+SOFT01 = "soft-reset-2026-12-01/"  # the soft restart half-way: the value head redrawn, the action head scaled
+SOFT_ON = "-agent_reset_at=0.5-agent_reset_layers=soft"  # its options
 
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
@@ -803,6 +805,24 @@ COMPARISONS: dict[str, Comparison] = {
                     DOT_THIRD + DOT200_CLIPS,
                     DOT_THIRD + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
                     HEADS_TRIAL01 + DOT200 + RESET_ON + HEADS_ON + "-agent_reset_trial=2-fragment_length=10",
+                ),
+            ),
+        ),
+    ),
+    "dot-soft": Comparison(
+        (
+            "row (PPO), on the third machine",
+            "today's default (no restart)",
+            "both heads redrawn half-way (`--loop agent_reset_layers=heads`)",
+            "the soft restart half-way (`--loop agent_reset_layers=soft`)",
+        ),
+        (
+            (
+                "prefrl/MovingDot-v0, 200 labels, 100,000 steps, 10-step clips: seeds 0-4",
+                (
+                    DOT_THIRD + DOT200_CLIPS,
+                    DOT_THIRD + DOT200 + RESET_ON + HEADS_ON + "-fragment_length=10",
+                    SOFT01 + DOT200 + SOFT_ON + "-fragment_length=10",
                 ),
             ),
         ),
