@@ -827,5 +827,30 @@ COMPARISONS: dict[str, Comparison] = {
             ),
         ),
     ),
+    "soft-reset": Comparison(
+        (
+            "row (PPO on state vectors; 5 seeds unless named; both columns on one 2-core machine, AMD EPYC "
+            "family 25 model 17)",
+            "no restart (today's default, 2026-12-01)",
+            "the soft restart half-way (`--loop agent_reset_at=0.5 --loop agent_reset_layers=soft`)",
+        ),
+        (
+            ("CartPole-v1, 10 labels, 50,000 steps", (TRIAL01 + CART10, SOFT01 + CART10 + SOFT_ON)),
+            (
+                "Acrobot-v1, 30 labels, 100,000 steps (the gated bonus named in the first column: today's "
+                "default there, 2026-11-30)",
+                (DEFAULT30 + ACRO30 + GATE_ON, SOFT01 + ACRO30 + SOFT_ON),
+            ),
+            ("Acrobot-v1, 100 labels, 100,000 steps", (TRIAL01 + ACRO, SOFT01 + ACRO + SOFT_ON)),
+            (
+                "LunarLander-v3, 50 labels, 100,000 steps (10 seeds)",
+                (TRIAL01 + LANDER, SOFT01 + LANDER + SOFT_ON),
+            ),
+            (
+                "LunarLander-v3, 100 labels, 100,000 steps (10 seeds)",
+                (TRIAL01 + LANDER100, SOFT01 + LANDER100 + SOFT_ON),
+            ),
+        ),
+    ),
 }
 """Tables of settings side by side, named by the prose around them."""
