@@ -161,6 +161,35 @@ HEADS_TRIAL01 = "dot-heads-trial-2026-12-01/"  # both heads redrawn half-way on 
 SOFT01 = "soft-reset-2026-12-01/"  # the soft restart half-way: the value head redrawn, the action head scaled
 SOFT_ON = "-agent_reset_at=0.5-agent_reset_layers=soft"  # its options
 
+STATE_PPO_ROWS: tuple[tuple[str, Cell, str], ...] = (
+    ("CartPole-v1, 10 labels, 50,000 steps", TRIAL01 + CART10, CART10),
+    ("CartPole-v1, 50 labels, 50,000 steps", TRIAL01 + CART, CART),
+    (
+        "Acrobot-v1, 30 labels, 100,000 steps (the gated bonus named in the first column: today's "
+        "default there, 2026-11-30)",
+        DEFAULT30 + ACRO30 + GATE_ON,
+        ACRO30,
+    ),
+    ("Acrobot-v1, 100 labels, 100,000 steps", TRIAL01 + ACRO, ACRO),
+    ("LunarLander-v3, 50 labels, 100,000 steps (10 seeds)", TRIAL01 + LANDER, LANDER),
+    ("LunarLander-v3, 100 labels, 100,000 steps (10 seeds)", TRIAL01 + LANDER100, LANDER100),
+)
+"""The PPO rows on state vectors that the restarts of 2026-12-01 ran on: each row's label, today's
+default's cell measured on the restarts' machine, and the result folder a restart's options extend."""
+
+
+def beside_default(
+    series: str, options: str, left_out: tuple[str, ...] = ()
+) -> tuple[tuple[str, tuple[Cell, ...]], ...]:
+    """The rows of :data:`STATE_PPO_ROWS` (but those whose folder is ``left_out``), each today's
+    default beside the ``series`` folder's run with ``options``."""
+    return tuple(
+        (label, (default, series + stem + options))
+        for label, default, stem in STATE_PPO_ROWS
+        if stem not in left_out
+    )
+
+
 COMPARISONS: dict[str, Comparison] = {
     "reward-inputs": Comparison(
         ("environment, labels, steps", "reward reads (s, a)", "reward reads (s, a, s')"),
@@ -752,24 +781,7 @@ COMPARISONS: dict[str, Comparison] = {
             "the action head redrawn half-way, on trial for two iterations (`--loop agent_reset_at=0.5 "
             "--loop agent_reset_layers=action --loop agent_reset_trial=2`)",
         ),
-        (
-            ("CartPole-v1, 10 labels, 50,000 steps", (TRIAL01 + CART10, TRIAL01 + CART10 + HEAD_TRIAL)),
-            ("CartPole-v1, 50 labels, 50,000 steps", (TRIAL01 + CART, TRIAL01 + CART + HEAD_TRIAL)),
-            (
-                "Acrobot-v1, 30 labels, 100,000 steps (the gated bonus named in the first column: today's "
-                "default there, 2026-11-30)",
-                (DEFAULT30 + ACRO30 + GATE_ON, TRIAL01 + ACRO30 + HEAD_TRIAL),
-            ),
-            ("Acrobot-v1, 100 labels, 100,000 steps", (TRIAL01 + ACRO, TRIAL01 + ACRO + HEAD_TRIAL)),
-            (
-                "LunarLander-v3, 50 labels, 100,000 steps (10 seeds)",
-                (TRIAL01 + LANDER, TRIAL01 + LANDER + HEAD_TRIAL),
-            ),
-            (
-                "LunarLander-v3, 100 labels, 100,000 steps (10 seeds)",
-                (TRIAL01 + LANDER100, TRIAL01 + LANDER100 + HEAD_TRIAL),
-            ),
-        ),
+        beside_default(TRIAL01, HEAD_TRIAL),
     ),
     "dot-trial": Comparison(
         (
@@ -834,23 +846,7 @@ COMPARISONS: dict[str, Comparison] = {
             "no restart (today's default, 2026-12-01)",
             "the soft restart half-way (`--loop agent_reset_at=0.5 --loop agent_reset_layers=soft`)",
         ),
-        (
-            ("CartPole-v1, 10 labels, 50,000 steps", (TRIAL01 + CART10, SOFT01 + CART10 + SOFT_ON)),
-            (
-                "Acrobot-v1, 30 labels, 100,000 steps (the gated bonus named in the first column: today's "
-                "default there, 2026-11-30)",
-                (DEFAULT30 + ACRO30 + GATE_ON, SOFT01 + ACRO30 + SOFT_ON),
-            ),
-            ("Acrobot-v1, 100 labels, 100,000 steps", (TRIAL01 + ACRO, SOFT01 + ACRO + SOFT_ON)),
-            (
-                "LunarLander-v3, 50 labels, 100,000 steps (10 seeds)",
-                (TRIAL01 + LANDER, SOFT01 + LANDER + SOFT_ON),
-            ),
-            (
-                "LunarLander-v3, 100 labels, 100,000 steps (10 seeds)",
-                (TRIAL01 + LANDER100, SOFT01 + LANDER100 + SOFT_ON),
-            ),
-        ),
+        beside_default(SOFT01, SOFT_ON, left_out=(CART,)),
     ),
 }
 """Tables of settings side by side, named by the prose around them."""
