@@ -207,15 +207,21 @@ def atari_pong_defaults(res: Results) -> str:
     return atari_table(res, "atari-pong-defaults-2026-11-30")
 
 
-ENDURO_HEADS = ("atari-enduro-heads-2026-11-30/default", "atari-enduro-heads-2026-11-30/heads")
+ENDURO_HEADS = (
+    "atari-enduro-heads-2026-11-30/default",
+    "atari-enduro-heads-2026-11-30/heads",
+    "atari-enduro-heads-2026-11-30/soft",
+)
 """Enduro's seed 0, learned side, today's default and the heads-only restart, side by side on one
-machine (2026-11-30, the fiftieth session)."""
+machine (2026-11-30, the fiftieth session), and the soft restart on the same kind of machine
+(2026-12-01/02, the sixtieth and sixty-first sessions, resumed from its checkpoints)."""
 
 
 def atari_enduro_heads(res: Results) -> str:
-    """Enduro's learned side at today's default and with the heads-only restart
-    (``--set loop.agent_reset_at=0.5 --set loop.agent_reset_layers=heads``), one seed each, run
-    side by side on one machine, beside the committed true-reward seed (``atari.py``)."""
+    """Enduro's learned side at today's default, with the heads-only restart (``--set
+    loop.agent_reset_at=0.5 --set loop.agent_reset_layers=heads``) and with the soft restart
+    (``loop.agent_reset_layers=soft``), one seed each, beside the committed true-reward seed
+    (``atari.py``)."""
     return atari_tables(res, ENDURO_HEADS)
 
 

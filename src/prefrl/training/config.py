@@ -222,7 +222,8 @@ class LoopConfig:
     redrawn alone freed them, both together did, as fast as both heads redrawn; in the loop, on
     the moving dot (the same five seeds, machine and budget as heads), soft scored a median of
     0.91 (worst 0.84). Not a default: on LunarLander-v3 at 100 labels it lost (median 0.19 of
-    ten seeds against 0.71), and Enduro, Pong and CoinRun have no finished run with it."""
+    ten seeds against 0.71), on Enduro's seed 0 it ended a little below the default (0.09 against
+    0.12), and Pong and CoinRun have no finished run with it."""
     agent_reset_trial: OptInt = None
     """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
