@@ -12,7 +12,7 @@ import torch
 from prefrl.agents.policy_io import load_agent
 from prefrl.training.agent_step import SOFT_KEEP
 from prefrl.training.callbacks import LoopCallback
-from prefrl.training.config import LoopConfig
+from prefrl.training.config import IMAGE_RESET_AT, LoopConfig, resolve_agent_reset
 from prefrl.training.watch import summary
 from tests.training.test_loop import build
 
@@ -27,11 +27,12 @@ def _moved(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> b
 
 def test_reset_iteration_is_the_share_of_the_iterations() -> None:
     cfg = LoopConfig(iterations=14)
-    assert cfg.reset_iteration is None  # off by default
+    assert cfg.reset_iteration is None  # auto, undecided until the loop knows its agent
+    assert dataclasses.replace(cfg, agent_reset_at=0.0).reset_iteration is None  # 0: never
     assert dataclasses.replace(cfg, agent_reset_at=0.5).reset_iteration == 7
     assert dataclasses.replace(cfg, agent_reset_at=0.25).reset_iteration == 4  # round(3.5)
     assert dataclasses.replace(cfg, agent_reset_at=0.01).reset_iteration == 1  # never before any learning
-    for bad in (0.0, 1.0, -0.2, 1.5):
+    for bad in (1.0, -0.2, 1.5):
         with pytest.raises(ValueError, match="agent_reset_at"):
             LoopConfig(agent_reset_at=bad)
 
@@ -69,7 +70,7 @@ def test_loop_resets_once_at_its_iteration() -> None:
     assert [h.get("iteration") for h in loop.state.history if h.get("agent/reset")] == [2]  # round(0.5 x 3)
     line = summary(loop.state.history)
     assert line["reset"] == [int(loop.state.history[2]["step"])]
-    assert f"restarted from fresh weights at step {line['reset'][0]:,}" in line["text"]  # the report says so
+    assert f"restarted at step {line['reset'][0]:,}" in line["text"]  # the report says so
     off = build(cfg, algo="ppo", env_id="CartPole-v1")  # off by default
     off.run()
     assert not any(h.get("agent/reset") for h in off.state.history)
@@ -281,8 +282,11 @@ def test_soft_reset_flattens_the_action_head_and_redraws_the_value_head() -> Non
 def test_heads_reset_is_validated() -> None:
     """heads needs the restart it qualifies, an on-policy agent, and a known name; an off-policy
     agent fails when the loop is built, not at the restart mid-run."""
-    with pytest.raises(ValueError, match="needs agent_reset_at"):
-        LoopConfig(agent_reset_layers="heads")
+    for at in (None, 0.0):  # the automatic restart's layers are soft; 0 asks for none
+        with pytest.raises(ValueError, match="needs agent_reset_at"):
+            LoopConfig(agent_reset_at=at, agent_reset_layers="heads")
+    with pytest.raises(ValueError, match="agent_reset_trial"):
+        LoopConfig(iterations=14, agent_reset_at=0.0, agent_reset_trial=2)
     with pytest.raises(ValueError, match="unknown agent_reset_layers"):
         LoopConfig(agent_reset_at=0.5, agent_reset_layers=cast(Any, "trunk"))
     cfg = LoopConfig(total_steps=400, total_labels=4, iterations=2, initial_steps=100, fragment_length=10,
@@ -311,3 +315,47 @@ def test_loop_resets_the_heads_at_its_iteration() -> None:
     ((before, after),) = seen
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed == {"action_net.weight", "action_net.bias", "value_net.weight", "value_net.bias"}
+
+
+def test_auto_restart_is_soft_half_way_on_images_and_off_elsewhere() -> None:
+    """agent_reset_at None (auto): a soft restart at IMAGE_RESET_AT for an on-policy agent on a
+    learned reward of images, none elsewhere; a given restart redraws every weight unless its
+    layers are named, and 0 asks for none anywhere."""
+    cfg = LoopConfig(iterations=14)
+    on, off = resolve_agent_reset(cfg, images=True), resolve_agent_reset(cfg, images=False)
+    assert (on.agent_reset_at, on.agent_reset_layers, on.reset_iteration) == (IMAGE_RESET_AT, "soft", 7)
+    assert (off.agent_reset_at, off.agent_reset_layers, off.reset_iteration) == (0.0, None, None)
+    given = dataclasses.replace(cfg, agent_reset_at=0.25)
+    assert resolve_agent_reset(given, images=True).agent_reset_layers == "all"
+    named = dataclasses.replace(given, agent_reset_layers="heads")
+    assert resolve_agent_reset(named, images=True) is named
+    never = dataclasses.replace(cfg, agent_reset_at=0.0)
+    assert resolve_agent_reset(never, images=True).reset_iteration is None
+
+
+def test_loop_on_images_restarts_softly_half_way_by_default() -> None:
+    """A PPO run on the moving dot's frames at the defaults restarts once, half-way, softly (the
+    value head redrawn, the action head scaled by SOFT_KEEP, the convolutions kept), logged as
+    agent/reset; the same run on CartPole's state vectors never restarts."""
+    cfg = LoopConfig(total_steps=600, total_labels=6, iterations=4, initial_steps=100, fragment_length=10)
+    loop = build(cfg, algo="ppo", env_id="prefrl/MovingDot-v0")
+    assert (loop.config.agent_reset_at, loop.config.agent_reset_layers) == (IMAGE_RESET_AT, "soft")
+    seen: list[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = []
+    original = loop.agent_step.reset
+
+    def spy(seed: int, layers: str = "all") -> None:  # the weights around the restart
+        before = _weights(loop.agent)
+        original(seed, cast(Any, layers))
+        seen.append((before, _weights(loop.agent)))
+
+    loop.agent_step.reset = spy  # type: ignore[method-assign]
+    loop.run()
+    assert [h.get("iteration") for h in loop.state.history if h.get("agent/reset")] == [2]
+    ((before, after),) = seen
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed == {"action_net.weight", "action_net.bias", "value_net.weight", "value_net.bias"}
+    assert torch.allclose(after["action_net.weight"], SOFT_KEEP * before["action_net.weight"])
+    states = build(cfg, algo="ppo", env_id="CartPole-v1")
+    assert states.config.reset_iteration is None
+    states.run()
+    assert not any(h.get("agent/reset") for h in states.state.history)

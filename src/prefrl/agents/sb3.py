@@ -270,6 +270,19 @@ def learned_on_images(venv: VecEnv) -> bool:
     return images and is_vecenv_wrapped(venv, LearnedRewardVecEnv)
 
 
+def restarts_on_images(agent: object) -> bool:
+    """Whether ``agent`` gets the automatic soft restart (``--loop.agent-reset-at`` None): an
+    on-policy stable-baselines3 agent (an actor-critic policy whose heads can restart) on a
+    learned reward with discrete actions on images (:func:`learned_on_images`)."""
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    if not isinstance(agent, OnPolicyAlgorithm) or not isinstance(agent.policy, ActorCriticPolicy):
+        return False
+    venv = agent.get_env()
+    return venv is not None and learned_on_images(venv)
+
+
 def resolve_ent_coef(ent_coef: float | None, venv: VecEnv) -> float:
     """``--agent.ent-coef``: as given, or (None) :data:`IMAGE_ENT_COEF` for an agent on a learned
     reward with discrete actions on images (:func:`learned_on_images`), and 0 elsewhere."""

@@ -74,7 +74,8 @@ class AgentStep:
         self.env_steps = 0
         self.started = False
         self.entropy_coef: float | None = None
-        if config.agent_reset_at is not None and config.agent_reset_layers != "all" and agent is not None:
+        layers = config.agent_reset_layers
+        if config.reset_iteration is not None and layers not in (None, "all") and agent is not None:
             _heads_of(agent)  # an agent whose heads cannot restart fails here, not mid-run
 
     @property

@@ -17,6 +17,7 @@ TRIAL_MAX = 6
 must still be among the policies the restore keeps (the newest 8)."""
 
 ResetLayers = Literal["all", "heads", "action", "value", "soft"]  # what agent_reset_at redraws
+OptResetLayers = ResetLayers | None  # None: soft for the automatic restart on images, else all
 RESET_LAYERS: tuple[ResetLayers, ...] = get_args(ResetLayers)
 """What ``agent_reset_at`` restarts: every weight, an on-policy agent's last layers (both heads),
 one of them (the action head, the value head), or ``soft`` (the value head redrawn, the action
@@ -196,34 +197,36 @@ class LoopConfig:
     moving dot (200 labels, 2 seeds) labels scored 0.07 and -0.00, constant 0.11 and -0.00 on the
     same machine: not shown to win."""
     agent_reset_at: OptFloat = None
-    """Restart the agent once from fresh weights, at this share of its training iterations
-    (0.5: before iteration round(0.5 x iterations)): a policy shaped by the first rewards,
-    fitted to the fewest labels, can stay in what they paid after the reward has learned
-    better (the primacy bias of Nikishin et al. 2022, who reset agents for it). Off-policy
-    agents keep their replay buffer, relabelled with the current reward. Off: with PPO it
-    saved failed seeds of the moving dot and Acrobot-v1, but lost two of three
-    LunarLander-v3 seeds, whose agents were still climbing when they were restarted, and with
-    SAC it threw away HalfCheetah-v5's late recovery. Logged as agent/reset; the report says
-    where. None: never."""
-    agent_reset_layers: ResetLayers = "all"
+    """Restart the agent once, at this share of its training iterations (0.5: before iteration
+    round(0.5 x iterations)): a policy shaped by the first rewards, fitted to the fewest labels,
+    can stay in what they paid after the reward has learned better (the primacy bias of Nikishin
+    et al. 2022, who reset agents for it). Off-policy agents keep their replay buffer,
+    relabelled with the current reward. None (auto): IMAGE_RESET_AT (0.5), soft (see
+    agent_reset_layers), for an on-policy stable-baselines3 agent on a learned reward with
+    discrete actions on images, where the entropy floor acts too, and never elsewhere: on the
+    moving dot (200 labels, five seeds) the soft restart scored a median of 0.91 (worst 0.84)
+    against 0.28 (worst 0.05) without it; on Enduro's and CoinRun's seed 0 it ended level with no
+    restart (Enduro 0.09 against 0.12, CoinRun COINRUN_FIGURES). On state vectors it stays off:
+    with PPO the full restart saved failed seeds of the moving dot and Acrobot-v1 but lost
+    LunarLander-v3 seeds whose agents were still climbing when they were restarted, the soft one
+    lost LunarLander-v3 at 100 labels (median 0.19 of ten seeds against 0.71), and with SAC the
+    full one threw away HalfCheetah-v5's late recovery. Logged as agent/reset; the report says
+    where. 0: never."""
+    agent_reset_layers: OptResetLayers = None
     """What agent_reset_at restarts. all: every weight (policy, value function, optimiser).
     heads: only the last layers of an on-policy agent (the action and value heads; a Gaussian
     policy's log-std too) and its optimiser, keeping the layers that read the observation, as
     Nikishin et al. (2022) reset only the last layers: the policy samples as a fresh one does,
     but learns again from features that already tell states apart. action, value: only that one
     of the two heads (and the optimiser), to tell which of them a restart that helps renews.
-    On the moving dot (200 labels, five seeds side by side on one machine) heads scored a median
-    of 0.89 (worst 0.85) against 0.28 (worst 0.05) without a restart; not a default, since it
-    lost on LunarLander-v3 and on Enduro (seed 0 side by side: 0.00 against 0.12), whose agents
-    were still climbing when they were restarted. soft: the value head redrawn and the action
-    head's weights scaled by 0.1 (prefrl.training.agent_step.SOFT_KEEP), so that the policy
-    samples near uniformly again but keeps the order of its preferences; on the moving dot's
-    stuck policies held on a frozen reward, neither the action head flattened nor the value head
-    redrawn alone freed them, both together did, as fast as both heads redrawn; in the loop, on
-    the moving dot (the same five seeds, machine and budget as heads), soft scored a median of
-    0.91 (worst 0.84). Not a default: on LunarLander-v3 at 100 labels it lost (median 0.19 of
-    ten seeds against 0.71), on Enduro's seed 0 it ended a little below the default (0.09 against
-    0.12), and Pong and CoinRun have no finished run with it."""
+    soft: the value head redrawn and the action head's weights scaled by 0.1
+    (prefrl.training.agent_step.SOFT_KEEP), so that the policy samples near uniformly again but
+    keeps the order of its preferences; on the moving dot's stuck policies held on a frozen
+    reward, neither the action head flattened nor the value head redrawn alone freed them, both
+    together did. On the moving dot (200 labels, the same five seeds on one machine) heads scored
+    a median of 0.89 (worst 0.85) and soft 0.91 (worst 0.84); heads lost Enduro's seed 0 (0.00
+    against 0.12), soft ended it level (0.09). None: soft for the automatic restart on images
+    (agent_reset_at None), all for a given agent_reset_at."""
     agent_reset_trial: OptInt = None
     """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
@@ -417,27 +420,26 @@ class LoopConfig:
                 f"need labels_per_round >= 1 and round_interval >= 1, got {self.labels_per_round} "
                 f"and {self.round_interval}"
             )
-        if self.agent_reset_trial is not None and (
-            self.agent_reset_at is None or not 1 <= self.agent_reset_trial <= TRIAL_MAX
-        ):
+        restart = self.agent_reset_at is not None and self.agent_reset_at > 0  # one is asked for
+        if self.agent_reset_trial is not None and not (restart and 1 <= self.agent_reset_trial <= TRIAL_MAX):
             raise ValueError(
                 f"agent_reset_trial makes the restart of agent_reset_at a trial of 1 to {TRIAL_MAX} "
                 f"iterations: it needs agent_reset_at, got agent_reset_trial={self.agent_reset_trial} "
                 f"with agent_reset_at={self.agent_reset_at}"
             )
-        if self.agent_reset_at is not None and not 0 < self.agent_reset_at < 1:
+        if self.agent_reset_at is not None and not 0 <= self.agent_reset_at < 1:
             raise ValueError(
-                f"agent_reset_at must lie in (0, 1) (a share of the iterations; None: never), "
+                f"agent_reset_at must lie in [0, 1) (a share of the iterations; 0: never; None: auto), "
                 f"got {self.agent_reset_at}"
             )
-        if self.agent_reset_layers not in RESET_LAYERS:
+        if self.agent_reset_layers is not None and self.agent_reset_layers not in RESET_LAYERS:
             raise ValueError(
                 f"unknown agent_reset_layers {self.agent_reset_layers!r}; choose from {list(RESET_LAYERS)}"
             )
-        if self.agent_reset_layers != "all" and self.agent_reset_at is None:
+        if self.agent_reset_layers is not None and not restart:
             raise ValueError(
                 f"agent_reset_layers={self.agent_reset_layers} says what the restart of agent_reset_at "
-                f"restarts: it needs agent_reset_at"
+                f"restarts: it needs agent_reset_at (the automatic restart on images is soft)"
             )
         if self.hidden_end not in HIDDEN_ENDS:
             raise ValueError(f"unknown hidden_end {self.hidden_end!r}; choose from {list(HIDDEN_ENDS)}")
@@ -489,7 +491,7 @@ class LoopConfig:
     @property
     def reset_iteration(self) -> int | None:
         """The iteration before whose agent steps ``agent_reset_at`` restarts the agent (None: never)."""
-        if self.agent_reset_at is None:
+        if not self.agent_reset_at:  # None (unresolved: resolve_agent_reset) or 0: never
             return None
         return max(1, round(self.agent_reset_at * self.iterations))
 
@@ -564,6 +566,25 @@ def resolve_bonus(config: LoopConfig, pays_here: bool, ensemble_size: int) -> Lo
     return dataclasses.replace(
         config, exploration_bonus=bonus, exploration_bonus_schedule=schedule, exploration_bonus_gate=gate
     )
+
+
+IMAGE_RESET_AT = 0.5
+"""``agent_reset_at`` None (auto): where the soft restart comes for an on-policy agent on a
+learned reward with discrete actions on images (a share of the iterations)."""
+
+
+def resolve_agent_reset(config: LoopConfig, images: bool) -> LoopConfig:
+    """``config`` with ``agent_reset_at=None`` (auto) and ``agent_reset_layers=None`` decided: a
+    soft restart at :data:`IMAGE_RESET_AT` where ``images`` (an on-policy stable-baselines3 agent
+    on a learned reward with discrete actions on images), none (0) elsewhere; a given restart
+    redraws every weight unless its layers are named. A copy; ``config`` itself when nothing is
+    left to decide."""
+    if config.agent_reset_at is None:
+        at, layers = (IMAGE_RESET_AT, "soft") if images else (0.0, None)
+        return dataclasses.replace(config, agent_reset_at=at, agent_reset_layers=layers)
+    if config.agent_reset_at > 0 and config.agent_reset_layers is None:
+        return dataclasses.replace(config, agent_reset_layers="all")
+    return config
 
 
 def resolve_selection(config: LoopConfig, ensemble_size: int) -> LoopConfig:

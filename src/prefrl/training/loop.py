@@ -42,6 +42,7 @@ import numpy as np
 from prefrl.agents.protocols import Agent, Env
 from prefrl.agents.recorder import TrajectoryRecorder
 from prefrl.agents.reward_signal import LearnedReward
+from prefrl.agents.sb3 import restarts_on_images
 from prefrl.data.dataset import PreferenceDataset
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.preference.trainer import RewardTrainer
@@ -55,7 +56,7 @@ from prefrl.training.callbacks import LoopCallback
 from prefrl.training.checkpointing import LoopCheckpoint, LoopProgress
 from prefrl.training.clips import Clips
 from prefrl.training.closing import close_queries, shows_progress, status_line
-from prefrl.training.config import LoopConfig, LoopState, resolve_selection
+from prefrl.training.config import LoopConfig, LoopState, resolve_agent_reset, resolve_selection
 from prefrl.training.labels import Labels
 from prefrl.training.restore import AgentRestore
 from prefrl.training.reward_fit import RewardFit
@@ -111,6 +112,7 @@ class PreferenceLoop:
                 f"({config.random_steps + config.pretrain_steps})"
             )
         config = resolve_selection(config, reward_net.ensemble_size)  # the same object once resolved
+        config = resolve_agent_reset(config, agent is not None and restarts_on_images(agent))
         self.config, self.config_hash = config, config_hash
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.logger = logger or NullLogger()
@@ -294,7 +296,7 @@ class PreferenceLoop:
             if i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
                 m["agent/reset_from"] = float(self.env_steps)  # the replaced policy's copy
                 self.agent_step.reset(
-                    stream_seed(self.config.seed, "agent_reset"), self.config.agent_reset_layers
+                    stream_seed(self.config.seed, "agent_reset"), self.config.agent_reset_layers or "all"
                 )
                 m["agent/reset"] = 1.0
             m.update(self._reset_trial(i))

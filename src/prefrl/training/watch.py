@@ -213,7 +213,7 @@ class WatchSummary(TypedDict):
     """Environment steps of the iterations that explored because the agent looked stuck
     (``tie_exploration_stuck``: the newest labels ties, ``watch/standing`` below 0.5)."""
     reset: list[int]
-    """Environment steps where the agent restarted from fresh weights (``agent_reset_at``)."""
+    """Environment steps where the agent restarted (``agent_reset_at``)."""
     reset_trial: list[list[float]]
     """``[[step, lead, undone]]`` where a restart's trial ended (``agent_reset_trial``): the fresh
     agent's lead over the policy it replaced, in standard errors, and 1 where that policy came
@@ -294,7 +294,8 @@ def describe(s: WatchSummary) -> str:
         )
     if s.get("reset"):
         parts.append(
-            f"the agent restarted from fresh weights at step {s['reset'][0]:,} (--loop.agent-reset-at)"
+            f"the agent restarted at step {s['reset'][0]:,} (--loop.agent-reset-at; on images by "
+            "default, a soft restart: its value head redrawn, its action head flattened)"
         )
     if s.get("reset_trial"):
         step, lead, undone = s["reset_trial"][0]
