@@ -580,8 +580,10 @@ def resolve_agent_reset(config: LoopConfig, images: bool) -> LoopConfig:
     redraws every weight unless its layers are named. A copy; ``config`` itself when nothing is
     left to decide."""
     if config.agent_reset_at is None:
-        at, layers = (IMAGE_RESET_AT, "soft") if images else (0.0, None)
-        return dataclasses.replace(config, agent_reset_at=at, agent_reset_layers=layers)
+        layers: OptResetLayers = "soft" if images else None
+        return dataclasses.replace(
+            config, agent_reset_at=IMAGE_RESET_AT if images else 0.0, agent_reset_layers=layers
+        )
     if config.agent_reset_at > 0 and config.agent_reset_layers is None:
         return dataclasses.replace(config, agent_reset_layers="all")
     return config
