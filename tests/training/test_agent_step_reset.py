@@ -348,7 +348,7 @@ def test_loop_on_images_restarts_softly_half_way_by_default() -> None:
         original(seed, cast(Any, layers))
         seen.append((before, _weights(loop.agent)))
 
-    loop.agent_step.reset = spy  # type: ignore[method-assign]
+    loop.agent_step.reset = spy
     loop.run()
     assert [h.get("iteration") for h in loop.state.history if h.get("agent/reset")] == [2]
     ((before, after),) = seen
