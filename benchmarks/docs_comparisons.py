@@ -660,7 +660,7 @@ COMPARISONS: dict[str, Comparison] = {
     "dot-reset-heads": Comparison(
         (
             "row (PPO)",
-            "today's default: no restart (the entropy floor, lifted after the last query)",
+            "no restart (the entropy floor, lifted after the last query; the default until 2026-12-02)",
             "restarted half-way from fresh weights (`--loop agent_reset_at=0.5`; "
             "before the floor, 2026-11-27)",
             "restarted half-way, the heads only "
@@ -687,7 +687,7 @@ COMPARISONS: dict[str, Comparison] = {
         (
             "row (PPO, 400 labels, 50,000 steps, 10-step clips)",
             "the reward's training shortened to 10 epochs per update (`--loop trainer.epochs=10`)",
-            "today's default",
+            "no restart (the default until 2026-12-02)",
             "restarted half-way, the heads only "
             "(`--loop agent_reset_at=0.5 --loop agent_reset_layers=heads`)",
         ),
@@ -708,7 +708,8 @@ COMPARISONS: dict[str, Comparison] = {
             "on two",
             "2026-11-28 (the floor's rows)",
             "2026-11-30, the forty-eighth session's machine (2 seeds)",
-            "2026-11-30, a third machine: AMD EPYC family 25 model 17, AVX512 kernels (today's default)",
+            "2026-11-30, a third machine: AMD EPYC family 25 model 17, AVX512 kernels (the default until "
+            "2026-12-02)",
             "restarted half-way, the heads only (`--loop agent_reset_at=0.5 --loop "
             "agent_reset_layers=heads`), 2026-11-29 (the machine of the heads-only rows)",
             "the same, 2026-11-30, on the third machine",
@@ -729,7 +730,7 @@ COMPARISONS: dict[str, Comparison] = {
     "dot-which-head": Comparison(
         (
             "row (PPO), on the third machine",
-            "today's default",
+            "no restart (the default until 2026-12-02)",
             "restarted half-way, both heads (`--loop agent_reset_layers=heads`)",
             "the action head only (`--loop agent_reset_layers=action`)",
             "the value head only (`--loop agent_reset_layers=value`)",
@@ -786,7 +787,7 @@ COMPARISONS: dict[str, Comparison] = {
     "dot-trial": Comparison(
         (
             "row (PPO), on the third machine",
-            "today's default (no restart)",
+            "no restart (the default until 2026-12-02)",
             "the action head redrawn half-way (`--loop agent_reset_layers=action`)",
             "the same on trial for two iterations (`--loop agent_reset_trial=2`)",
         ),
@@ -805,7 +806,7 @@ COMPARISONS: dict[str, Comparison] = {
     "dot-heads-trial": Comparison(
         (
             "row (PPO), on the third machine",
-            "today's default (no restart)",
+            "no restart (the default until 2026-12-02)",
             "both heads redrawn half-way (`--loop agent_reset_layers=heads`)",
             "the same on trial for two iterations (`--loop agent_reset_trial=2`)",
         ),
@@ -824,9 +825,9 @@ COMPARISONS: dict[str, Comparison] = {
     "dot-soft": Comparison(
         (
             "row (PPO), on the third machine",
-            "today's default (no restart)",
+            "no restart (the default until 2026-12-02)",
             "both heads redrawn half-way (`--loop agent_reset_layers=heads`)",
-            "the soft restart half-way (`--loop agent_reset_layers=soft`)",
+            "the soft restart half-way, `--loop agent_reset_layers=soft` (today's default)",
         ),
         (
             (

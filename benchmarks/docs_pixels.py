@@ -225,6 +225,19 @@ def atari_enduro_heads(res: Results) -> str:
     return atari_tables(res, ENDURO_HEADS)
 
 
+COINRUN_SOFT = ("atari-coinrun-soft-2026-12-02/default", "atari-coinrun-soft-2026-12-02/soft")
+"""CoinRun's seed 0, learned side, without a restart and with the soft restart half-way, one run
+per core of one 2-core machine (2026-12-02, the sixty-first session)."""
+
+
+def atari_coinrun_soft(res: Results) -> str:
+    """CoinRun's learned side without a restart (``--set loop.agent_reset_at=0`` since the soft
+    restart became the default on images) and with the soft restart (``--set
+    loop.agent_reset_at=0.5 --set loop.agent_reset_layers=soft``), one seed each, beside the
+    committed true-reward seed (``atari.py``)."""
+    return atari_tables(res, COINRUN_SOFT)
+
+
 def image_reward(res: Results) -> str:
     """The offline image-reward probe (``image_reward.py``): per file, each variant's median
     held-out accuracy (with its worst draw), correlation with the true reward, share of its own
@@ -466,6 +479,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "atari-pong-defaults": atari_pong_defaults,
     "atari-enduro-floor": atari_enduro_floor,
     "atari-enduro-heads": atari_enduro_heads,
+    "atari-coinrun-soft": atari_coinrun_soft,
     "atari-coinrun-floor": atari_coinrun_floor,
     "coinrun-ends": coinrun_ends,
     "atari-coinrun-next": atari_coinrun_next,

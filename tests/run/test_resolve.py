@@ -78,3 +78,27 @@ def test_a_config_file_from_before_the_random_steps_per_label_resumes_as_it_ran(
         "steps",
         0,
     )
+
+
+def test_the_restart_on_images_is_resolved_into_config_json_and_older_files_keep_none() -> None:
+    """``--loop.agent-reset-at`` unset: the run's config names the soft restart half-way for PPO on
+    the moving dot's frames and no restart (0) on CartPole's states or for DQN on the frames; a
+    config file from before that default (no restart, the layers "all", or no such option at all)
+    resumes without one."""
+    dot = dataclasses.replace(
+        TrainConfig(), env=dataclasses.replace(TrainConfig().env, id="prefrl/MovingDot-v0")
+    )
+    ppo = dataclasses.replace(dot, agent=dataclasses.replace(dot.agent, algo="ppo"))
+    loop = resolve(ppo).loop
+    assert (loop.agent_reset_at, loop.agent_reset_layers) == (0.5, "soft") and loop.reset_iteration
+    dqn = dataclasses.replace(dot, agent=dataclasses.replace(dot.agent, algo="dqn"))
+    assert (resolve(dqn).loop.agent_reset_at, resolve(dqn).loop.agent_reset_layers) == (0.0, None)
+    cart = dataclasses.replace(ppo, env=dataclasses.replace(ppo.env, id="CartPole-v1"))
+    assert resolve(cart).loop.agent_reset_at == 0.0 and resolve(cart).loop.reset_iteration is None
+    data = config_to_dict(resolve(ppo))
+    assert config_from_dict(data).loop.agent_reset_at == 0.5  # a run made today resumes with its restart
+    data["loop"].update(agent_reset_at=None, agent_reset_layers="all")  # as files said before
+    old = config_from_dict(data).loop
+    assert (old.agent_reset_at, old.agent_reset_layers, old.reset_iteration) == (0.0, None, None)
+    del data["loop"]["agent_reset_at"], data["loop"]["agent_reset_layers"]  # before the option
+    assert config_from_dict(data).loop.reset_iteration is None

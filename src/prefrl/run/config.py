@@ -50,6 +50,7 @@ ADDED: dict[str, dict[str, object]] = {
         "exploration_bonus": 0.0,
         "exploration_bonus_schedule": "steps",
         "exploration_bonus_gate": 0.0,
+        "agent_reset_at": 0.0,
     },
     "RewardTrainerConfig": {"l2_init": 0.0},
 }
@@ -162,6 +163,13 @@ def _from_dict(cls: type[Section], data: object, where: str) -> Section:
             "are handled by absorbing states)",
             file=sys.stderr,
         )
+    if (
+        cls is LoopConfig
+        and data.get("agent_reset_at", 0.0) is None
+        and data.get("agent_reset_layers") == "all"
+    ):
+        # written before the restart on images became the default (2026-12-02): None then meant never
+        data = {**data, "agent_reset_at": 0.0, "agent_reset_layers": None}
     for old, new in RENAMED.get(cls.__name__, {}).items():  # config files of older versions
         if old in data and new not in data:
             data = {(new if k == old else k): v for k, v in data.items()}

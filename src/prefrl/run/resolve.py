@@ -29,13 +29,20 @@ from gymnasium import spaces
 
 from prefrl.agents.evaluate import DETERMINISTIC, SAMPLED
 from prefrl.agents.saved_reward import checkpoint_run
-from prefrl.agents.sb3 import check_agent_space, check_env_id, discrete_on_images, make_env, resolve_algo
+from prefrl.agents.sb3 import (
+    OFF_POLICY,
+    check_agent_space,
+    check_env_id,
+    discrete_on_images,
+    make_env,
+    resolve_algo,
+)
 from prefrl.preference.trainer import FLAT_CNN_LR, LR
 from prefrl.run.config import TrainConfig, config_from_dict
 from prefrl.run.identity import new_run_id
 from prefrl.seeding import stream_seed
 from prefrl.storage.checkpoint import read_json
-from prefrl.training.config import resolve_bonus, resolve_selection
+from prefrl.training.config import resolve_agent_reset, resolve_bonus, resolve_selection
 
 PROBE_STEPS = 2000
 """At most this many random steps (``--loop.initial-steps`` if fewer) tell whether an environment's
@@ -234,6 +241,10 @@ def _resolve_learning(cfg: TrainConfig, probe: EnvProbe) -> TrainConfig:
     # the gated bonus where that first reward is; a resumed run's config.json names the bonus it
     # used (one made before the option: none)
     loop = resolve_bonus(resolve_selection(loop, reward.ensemble_size), state_broad, reward.ensemble_size)
+    # the soft restart half-way for an on-policy sb3 agent on images (a resumed run names its own)
+    on_images = cfg.trajectory_path is None and discrete_on_images(probe.obs_space, probe.act_space)
+    sb3_on_policy = cfg.agent.backend == "sb3" and cfg.agent.algo not in OFF_POLICY
+    loop = resolve_agent_reset(loop, on_images and sb3_on_policy)
     loop = dataclasses.replace(loop, seed=cfg.seed)
     trainer = dataclasses.replace(trainer, seed=cfg.seed)
     if cfg.teacher == "web" and cfg.store is None:

@@ -200,33 +200,24 @@ class LoopConfig:
     """Restart the agent once, at this share of its training iterations (0.5: before iteration
     round(0.5 x iterations)): a policy shaped by the first rewards, fitted to the fewest labels,
     can stay in what they paid after the reward has learned better (the primacy bias of Nikishin
-    et al. 2022, who reset agents for it). Off-policy agents keep their replay buffer,
-    relabelled with the current reward. None (auto): IMAGE_RESET_AT (0.5), soft (see
-    agent_reset_layers), for an on-policy stable-baselines3 agent on a learned reward with
-    discrete actions on images, where the entropy floor acts too, and never elsewhere: on the
-    moving dot (200 labels, five seeds) the soft restart scored a median of 0.91 (worst 0.84)
-    against 0.28 (worst 0.05) without it; on Enduro's and CoinRun's seed 0 it ended level with no
-    restart (Enduro 0.09 against 0.12, CoinRun COINRUN_FIGURES). On state vectors it stays off:
-    with PPO the full restart saved failed seeds of the moving dot and Acrobot-v1 but lost
-    LunarLander-v3 seeds whose agents were still climbing when they were restarted, the soft one
-    lost LunarLander-v3 at 100 labels (median 0.19 of ten seeds against 0.71), and with SAC the
-    full one threw away HalfCheetah-v5's late recovery. Logged as agent/reset; the report says
-    where. 0: never."""
+    et al. 2022). Off-policy agents keep their replay buffer, relabelled. None (auto): the soft
+    restart at IMAGE_RESET_AT (0.5) for an on-policy sb3 agent on a learned reward with discrete
+    actions on images, as the entropy floor, and none elsewhere: on the moving dot (200 labels,
+    five seeds) 0.91 (worst 0.84) against 0.28 (worst 0.05) without it; Enduro's and CoinRun's
+    seed 0 a little below no restart, within one seed's noise (0.09 against 0.12; 0.85 against
+    0.90). Not on state vectors: the soft restart lost LunarLander-v3 at 100 labels (0.19 of ten
+    seeds against 0.71), the full one two climbing LunarLander seeds and HalfCheetah-v5's late
+    recovery (SAC). Logged as agent/reset; the report says where. 0: never."""
     agent_reset_layers: OptResetLayers = None
     """What agent_reset_at restarts. all: every weight (policy, value function, optimiser).
-    heads: only the last layers of an on-policy agent (the action and value heads; a Gaussian
-    policy's log-std too) and its optimiser, keeping the layers that read the observation, as
-    Nikishin et al. (2022) reset only the last layers: the policy samples as a fresh one does,
-    but learns again from features that already tell states apart. action, value: only that one
-    of the two heads (and the optimiser), to tell which of them a restart that helps renews.
-    soft: the value head redrawn and the action head's weights scaled by 0.1
-    (prefrl.training.agent_step.SOFT_KEEP), so that the policy samples near uniformly again but
-    keeps the order of its preferences; on the moving dot's stuck policies held on a frozen
-    reward, neither the action head flattened nor the value head redrawn alone freed them, both
-    together did. On the moving dot (200 labels, the same five seeds on one machine) heads scored
-    a median of 0.89 (worst 0.85) and soft 0.91 (worst 0.84); heads lost Enduro's seed 0 (0.00
-    against 0.12), soft ended it level (0.09). None: soft for the automatic restart on images
-    (agent_reset_at None), all for a given agent_reset_at."""
+    heads: an on-policy agent's last layers (action and value heads; a Gaussian policy's log-std)
+    and its optimiser, keeping the layers that read the observation (Nikishin et al. 2022).
+    action, value: that head only. soft: the value head redrawn and the action head's weights
+    scaled by 0.1 (prefrl.training.agent_step.SOFT_KEEP): the policy samples near uniformly again
+    but keeps the order of its preferences; a stuck policy on a frozen reward was freed by the two
+    together, by neither alone. On the moving dot (200 labels, five seeds) heads 0.89 (worst 0.85),
+    soft 0.91 (worst 0.84); on Enduro's seed 0 heads 0.00, soft 0.09, no restart 0.12. None: soft
+    for the automatic restart on images (agent_reset_at None), all for a given agent_reset_at."""
     agent_reset_trial: OptInt = None
     """With agent_reset_at: the restart is a trial. This many iterations later the reward, as it
     stands after that iteration's fit, compares the fresh agent's newest episodes with the last
