@@ -301,20 +301,30 @@ def test_loop_resets_the_heads_at_its_iteration() -> None:
     cfg = LoopConfig(total_steps=600, total_labels=6, iterations=3, initial_steps=100, fragment_length=10,
                      agent_reset_at=0.5, agent_reset_layers="heads")  # fmt: skip
     loop = build(cfg, algo="ppo", env_id="CartPole-v1")
-    seen: list[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = []
+    before, after = _restart_of(loop)
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed == {"action_net.weight", "action_net.bias", "value_net.weight", "value_net.bias"}
+
+
+Weights = dict[str, torch.Tensor]
+
+
+def _restart_of(loop) -> tuple[Weights, Weights]:
+    """Run ``loop`` to its end; the policy's weights just before and after its one restart, which
+    must come before iteration 2's agent steps (logged as agent/reset there)."""
+    seen: list[tuple[Weights, Weights]] = []
     original = loop.agent_step.reset
 
     def spy(seed: int, layers: str = "all") -> None:  # the weights around the restart
         before = _weights(loop.agent)
-        original(seed, layers)
+        original(seed, cast(Any, layers))
         seen.append((before, _weights(loop.agent)))
 
     loop.agent_step.reset = spy
     loop.run()
     assert [h.get("iteration") for h in loop.state.history if h.get("agent/reset")] == [2]
-    ((before, after),) = seen
-    changed = {k for k in before if not torch.equal(before[k], after[k])}
-    assert changed == {"action_net.weight", "action_net.bias", "value_net.weight", "value_net.bias"}
+    (pair,) = seen
+    return pair
 
 
 def test_auto_restart_is_soft_half_way_on_images_and_off_elsewhere() -> None:
@@ -340,18 +350,7 @@ def test_loop_on_images_restarts_softly_half_way_by_default() -> None:
     cfg = LoopConfig(total_steps=600, total_labels=6, iterations=4, initial_steps=100, fragment_length=10)
     loop = build(cfg, algo="ppo", env_id="prefrl/MovingDot-v0")
     assert (loop.config.agent_reset_at, loop.config.agent_reset_layers) == (IMAGE_RESET_AT, "soft")
-    seen: list[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = []
-    original = loop.agent_step.reset
-
-    def spy(seed: int, layers: str = "all") -> None:  # the weights around the restart
-        before = _weights(loop.agent)
-        original(seed, cast(Any, layers))
-        seen.append((before, _weights(loop.agent)))
-
-    loop.agent_step.reset = spy
-    loop.run()
-    assert [h.get("iteration") for h in loop.state.history if h.get("agent/reset")] == [2]
-    ((before, after),) = seen
+    before, after = _restart_of(loop)
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed == {"action_net.weight", "action_net.bias", "value_net.weight", "value_net.bias"}
     assert torch.allclose(after["action_net.weight"], SOFT_KEEP * before["action_net.weight"])
