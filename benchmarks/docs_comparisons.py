@@ -160,6 +160,7 @@ HEAD_TRIAL = "-agent_reset_at=0.5-agent_reset_layers=action-agent_reset_trial=2"
 HEADS_TRIAL01 = "dot-heads-trial-2026-12-01/"  # both heads redrawn half-way on trial, the dot's seeds 0, 1, 4
 SOFT01 = "soft-reset-2026-12-01/"  # the soft restart half-way: the value head redrawn, the action head scaled
 SOFT_ON = "-agent_reset_at=0.5-agent_reset_layers=soft"  # its options
+SOFT02 = "soft-default-2026-12-02/"  # the soft restart as today's default on images, nothing named
 
 STATE_PPO_ROWS: tuple[tuple[str, Cell, str], ...] = (
     ("CartPole-v1, 10 labels, 50,000 steps", TRIAL01 + CART10, CART10),
@@ -690,6 +691,7 @@ COMPARISONS: dict[str, Comparison] = {
             "no restart (the default until 2026-12-02)",
             "restarted half-way, the heads only "
             "(`--loop agent_reset_at=0.5 --loop agent_reset_layers=heads`)",
+            "the soft restart half-way, 2026-12-02 on the third machine's kind (today's default)",
         ),
         (
             (
@@ -698,6 +700,7 @@ COMPARISONS: dict[str, Comparison] = {
                     "unnamed-check/" + DOT32 + KW32 + "-fragment_length=10-trainer.epochs=10",
                     DOT32_29 + KW32 + "-fragment_length=10",
                     DOT32_29 + RESET_ON + HEADS_ON + KW32 + "-fragment_length=10",
+                    SOFT02 + DOT32 + KW32 + "-fragment_length=10",
                 ),
             ),
         ),
