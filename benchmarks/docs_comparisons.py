@@ -692,6 +692,7 @@ COMPARISONS: dict[str, Comparison] = {
             "restarted half-way, the heads only "
             "(`--loop agent_reset_at=0.5 --loop agent_reset_layers=heads`)",
             "the soft restart half-way, 2026-12-02 on the third machine's kind (today's default)",
+            "no restart, the same machine's kind and day (`--loop agent_reset_at=0`; seeds 0 and 1)",
         ),
         (
             (
@@ -701,6 +702,7 @@ COMPARISONS: dict[str, Comparison] = {
                     DOT32_29 + KW32 + "-fragment_length=10",
                     DOT32_29 + RESET_ON + HEADS_ON + KW32 + "-fragment_length=10",
                     SOFT02 + DOT32 + KW32 + "-fragment_length=10",
+                    SOFT02 + DOT32 + "-agent_reset_at=0" + KW32 + "-fragment_length=10",
                 ),
             ),
         ),
