@@ -270,6 +270,13 @@ def learned_on_images(venv: VecEnv) -> bool:
     return images and is_vecenv_wrapped(venv, LearnedRewardVecEnv)
 
 
+def sb3_on_policy(config: AgentConfig, algo: str) -> bool:
+    """Whether ``config`` with its algorithm resolved to ``algo`` is an on-policy
+    stable-baselines3 agent (PPO, A2C): the agents that get the entropy floor and the soft
+    restart on a learned reward of images (:func:`resolve_min_entropy`, ``--loop.agent-reset-at``)."""
+    return algo not in OFF_POLICY and config.backend == "sb3"
+
+
 def restarts_on_images(agent: object) -> bool:
     """Whether ``agent`` gets the automatic soft restart (``--loop.agent-reset-at`` None): an
     on-policy stable-baselines3 agent (an actor-critic policy whose heads can restart) on a
@@ -313,10 +320,10 @@ def resolve_min_entropy(config: AgentConfig, venv: VecEnv) -> float:
 
     algo = resolve_algo(config.algo, venv.action_space)
     if config.min_entropy is None:
-        on = learned_on_images(venv) and algo not in OFF_POLICY and config.backend == "sb3"
+        on = learned_on_images(venv) and sb3_on_policy(config, algo)
         return IMAGE_MIN_ENTROPY if on else 0.0
     if config.min_entropy > 0:
-        if algo in OFF_POLICY or config.backend != "sb3":
+        if not sb3_on_policy(config, algo):
             raise ValueError(
                 f"--agent.min-entropy needs an on-policy sb3 agent (ppo, a2c), not {config.backend} {algo}"
             )

@@ -30,12 +30,12 @@ from gymnasium import spaces
 from prefrl.agents.evaluate import DETERMINISTIC, SAMPLED
 from prefrl.agents.saved_reward import checkpoint_run
 from prefrl.agents.sb3 import (
-    OFF_POLICY,
     check_agent_space,
     check_env_id,
     discrete_on_images,
     make_env,
     resolve_algo,
+    sb3_on_policy,
 )
 from prefrl.preference.trainer import FLAT_CNN_LR, LR
 from prefrl.run.config import TrainConfig, config_from_dict
@@ -243,8 +243,7 @@ def _resolve_learning(cfg: TrainConfig, probe: EnvProbe) -> TrainConfig:
     loop = resolve_bonus(resolve_selection(loop, reward.ensemble_size), state_broad, reward.ensemble_size)
     # the soft restart half-way for an on-policy sb3 agent on images (a resumed run names its own)
     on_images = cfg.trajectory_path is None and discrete_on_images(probe.obs_space, probe.act_space)
-    sb3_on_policy = cfg.agent.backend == "sb3" and cfg.agent.algo not in OFF_POLICY
-    loop = resolve_agent_reset(loop, on_images and sb3_on_policy)
+    loop = resolve_agent_reset(loop, on_images and sb3_on_policy(cfg.agent, cfg.agent.algo))
     loop = dataclasses.replace(loop, seed=cfg.seed)
     trainer = dataclasses.replace(trainer, seed=cfg.seed)
     if cfg.teacher == "web" and cfg.store is None:
