@@ -366,6 +366,28 @@ def policy_actions(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def restart_signals(res: Results) -> str:
+    """What the loop's label-free signals showed where the agent's restart comes, beside how each
+    seed ended without and with it (``restart_signals.py``, files under ``restart-signals/``)."""
+
+    def f(x: float | None, digits: int = 2) -> str:
+        return "–" if x is None else f"{x:.{digits}f}"
+
+    rows = []
+    for path in sorted((res.root / "restart-signals").glob("*.json")):
+        data = json.loads(path.read_text())
+        for r in data["records"]:
+            rows.append([f"{path.stem}, seed {r['seed']}, iteration {data['iteration']}",
+                         f(r["true_return"], 1), f(r["climb"], 1), f(r["learned_gain"]), f(r["standing"]),
+                         f(r["agreement"]), f(r["fresh_accuracy"]), f(r["entropy"]),
+                         f(r.get("frame_decides")), f(r["score_without"]), f(r["score_with"])])  # fmt: skip
+    head = ["run", "true return of its newest episodes (truth)", "`watch/climb` (standard errors)",
+            "`watch/learned_gain`", "`watch/standing`", "`watch/agreement`", "`reward/fresh_accuracy`",
+            "policy entropy (nats)", "what the frame decides (nats)", "ended without the restart",
+            "ended with it"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def refit_events(res: Results) -> str:
     """Where each refit reward puts the value of sparse events (``refit_labels.py --events``, files
     under ``refit-events/``): every record, with the oracle labels of other play it was given
@@ -495,6 +517,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "frozen": frozen,
     "frozen-starts": frozen_starts,
     "policy-actions": policy_actions,
+    "restart-signals": restart_signals,
     "policies": policies,
     "policies-walker": lambda res: policies(res, "walker"),
     "policies-rune-walker": lambda res: policies(res, "rune-walker"),

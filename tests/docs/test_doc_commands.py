@@ -265,6 +265,25 @@ def policy_actions_short(argv: list[str]) -> list[str]:
     return out
 
 
+def restart_signals_short(argv: list[str]) -> list[str]:
+    """``restart_signals.py`` on the gridworld run (its second iteration, its policy, random
+    rollouts), beside the committed cells it names; the result file into the sandbox."""
+    out, i = [], 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("--iteration", "--run", "--policy", "--env.id", "--frames", "--out"):
+            name = argv[i + 1].partition("=")[0]
+            value = {"--iteration": "1", "--run": f"{name}=runs/grid",
+                     "--policy": f"{name}=runs/grid/policy.zip", "--env.id": "prefrl/GridWorld-v0",
+                     "--frames": "grid.npz", "--out": "restart_signals.json"}[word]  # fmt: skip
+            out += [word, value]
+            i += 2
+        else:
+            out.append(word)
+            i += 1
+    return out
+
+
 def drop_missing_imitation(argv: list[str]) -> list[str]:
     """``--imitation-python PATH`` needs a separate venv made by an install step: dropped when absent."""
     py = opt(argv, "--imitation-python")
@@ -415,6 +434,13 @@ RULES: tuple[Rule, ...] = (
         policy_actions_short,
         slow=lambda a: True,
         outputs=lambda a: ["actions.json"] if has(a, "--out") else [],
+    ),
+    Rule(  # the gridworld run's signals at its second iteration, its PPO policy on its random rollouts
+        "benchmarks/restart_signals.py",
+        script_is("benchmarks/restart_signals.py"),
+        restart_signals_short,
+        slow=lambda a: True,
+        outputs=lambda a: ["restart_signals.json"],
     ),
     Rule(  # a few clips, labels and optimiser steps; the result file into the sandbox, not results/
         "benchmarks/coinrun.py",
