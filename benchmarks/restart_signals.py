@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+import policy_actions  # benchmarks/ beside this script (sys.path[0] when run as a script)
+import run_watch
 
 SIGNALS: dict[str, str] = {
     "true_return": "rollout/true_return",
@@ -43,20 +42,10 @@ SIGNALS: dict[str, str] = {
 """Name in the result file -> column of ``metrics.csv`` read at the restart's iteration."""
 
 
-def _script(name: str) -> Any:
-    """A benchmark script beside this file, loaded as a module."""
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _number(text: str | None) -> float | None:
-    if text is None or text.strip() == "":
-        return None
-    x = float(text)
-    return None if math.isnan(x) else round(x, 4)
+    """A logged value, rounded to 4 decimals (``None`` where not logged, NaN or infinite)."""
+    x = run_watch._number(text)
+    return None if x is None else round(x, 4)
 
 
 def at_iteration(run: Path, iteration: int) -> dict[str, float | None]:
@@ -100,22 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     runs, policies = _named(args.run, "--run"), _named(args.policy, "--policy")
     if policies and (args.env_id is None or args.frames is None):
         raise SystemExit("--policy needs --env.id and --frames")
-    watch = _script("run_watch")
-    ended = {}
-    for side, cell in (("without", args.without), ("with", args.with_)):
-        got, _ = watch.scores(cell, [])
-        ended[side] = got
+    cells = {"without": args.without, "with": args.with_}
+    ended = {side: run_watch.scores(cell, [])[0] for side, cell in cells.items()}
     records = []
     for name, run in runs.items():
         seed = int(name.removeprefix("seed"))
         rec: dict[str, Any] = {"run": name, "seed": seed, **at_iteration(Path(run), args.iteration)}
         if name in policies:
-            actions = _script("policy_actions")
-            from prefrl.data.trajectories import TrajectoryBatch
-
-            obs = TrajectoryBatch.load(args.frames).obs[:2000]
-            probs = actions.action_probs(policies[name], args.env_id, obs, {})
-            rec["frame_decides"] = actions.summarize(probs)["mutual_information"]
+            obs = policy_actions.TrajectoryBatch.load(args.frames).obs[:2000]
+            probs = policy_actions.action_probs(policies[name], args.env_id, obs, {})
+            rec["frame_decides"] = policy_actions.summarize(probs)["mutual_information"]
         for side in ("without", "with"):
             score = ended[side].get(seed)
             rec[f"score_{side}"] = None if score is None else round(score, 4)

@@ -248,40 +248,33 @@ def frontier_short(_: list[str], argv: list[str]) -> list[str]:
     return [*argv, "--out", "runs/frontier"]
 
 
-def policy_actions_short(argv: list[str]) -> list[str]:
-    """``policy_actions.py`` on the gridworld run's policy and random rollouts, into the sandbox."""
+def with_values(argv: list[str], values: dict[str, str]) -> list[str]:
+    """``argv`` with each option of ``values`` given its value there; a value with ``{name}`` keeps
+    the name of a ``NAME=PATH`` argument (``--policy stuck=runs/x`` -> ``stuck=runs/grid/...``)."""
     out, i = [], 0
     while i < len(argv):
         word = argv[i]
-        if word in ("--env.id", "--trajectories", "--out", "--policy"):
-            name = argv[i + 1].partition("=")[0]
-            value = {"--env.id": "prefrl/GridWorld-v0", "--trajectories": "grid.npz", "--out": "actions.json",
-                     "--policy": f"{name}=runs/grid/policy.zip"}[word]  # fmt: skip
-            out += [word, value]
+        if word in values:
+            out += [word, values[word].format(name=argv[i + 1].partition("=")[0])]
             i += 2
         else:
             out.append(word)
             i += 1
     return out
+
+
+def policy_actions_short(argv: list[str]) -> list[str]:
+    """``policy_actions.py`` on the gridworld run's policy and random rollouts, into the sandbox."""
+    grid = {"--env.id": "prefrl/GridWorld-v0", "--policy": "{name}=runs/grid/policy.zip"}
+    return with_values(argv, {**grid, "--trajectories": "grid.npz", "--out": "actions.json"})
 
 
 def restart_signals_short(argv: list[str]) -> list[str]:
     """``restart_signals.py`` on the gridworld run (its second iteration, its policy, random
     rollouts), beside the committed cells it names; the result file into the sandbox."""
-    out, i = [], 0
-    while i < len(argv):
-        word = argv[i]
-        if word in ("--iteration", "--run", "--policy", "--env.id", "--frames", "--out"):
-            name = argv[i + 1].partition("=")[0]
-            value = {"--iteration": "1", "--run": f"{name}=runs/grid",
-                     "--policy": f"{name}=runs/grid/policy.zip", "--env.id": "prefrl/GridWorld-v0",
-                     "--frames": "grid.npz", "--out": "restart_signals.json"}[word]  # fmt: skip
-            out += [word, value]
-            i += 2
-        else:
-            out.append(word)
-            i += 1
-    return out
+    grid = {"--env.id": "prefrl/GridWorld-v0", "--policy": "{name}=runs/grid/policy.zip"}
+    run = {"--iteration": "1", "--run": "{name}=runs/grid", "--frames": "grid.npz"}
+    return with_values(argv, {**grid, **run, "--out": "restart_signals.json"})
 
 
 def drop_missing_imitation(argv: list[str]) -> list[str]:
