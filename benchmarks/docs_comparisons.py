@@ -692,7 +692,8 @@ COMPARISONS: dict[str, Comparison] = {
             "restarted half-way, the heads only "
             "(`--loop agent_reset_at=0.5 --loop agent_reset_layers=heads`)",
             "the soft restart half-way, 2026-12-02 on the third machine's kind (today's default)",
-            "no restart, the same machine's kind and day (`--loop agent_reset_at=0`; seeds 0 and 1)",
+            "no restart (`--loop agent_reset_at=0`): seeds 0 and 1 on the same machine's kind and day, "
+            "seed 2 on an AVX2 machine (family 25 model 1), the next session",
         ),
         (
             (

@@ -383,8 +383,8 @@ def restart_signals(res: Results) -> str:
                          f(r.get("frame_decides")), f(r["score_without"]), f(r["score_with"])])  # fmt: skip
     head = ["run", "true return of its newest episodes (truth)", "`watch/climb` (standard errors)",
             "`watch/learned_gain`", "`watch/standing`", "`watch/agreement`", "`reward/fresh_accuracy`",
-            "policy entropy (nats)", "what the frame decides (nats)", "ended without the restart",
-            "ended with it"]  # fmt: skip
+            "policy entropy (nats)", "what the frame decides (nats)",
+            "the committed run of the seed ended, without the restart", "with it"]  # fmt: skip
     return markdown_table(head, rows)
 
 
