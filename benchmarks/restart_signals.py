@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", action="append", default=[], metavar="NAME=FILE",
                     help="the policy the restart acts on (policy.zip of the iteration before)")  # fmt: skip
     ap.add_argument("--env.id", dest="env_id", default=None, help="the policies' environment")
+    ap.add_argument("--env.kwargs", dest="env_kwargs", default="{}", help="gym.make keyword arguments (JSON)")
     ap.add_argument("--frames", default=None, help="a trajectory file (.npz) whose frames the policies read")
     ap.add_argument("--without", type=Path, required=True, help="a cell without the restart")
     ap.add_argument("--with", dest="with_", type=Path, required=True, help="the same cell with it")
@@ -91,13 +92,14 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--policy needs --env.id and --frames")
     cells = {"without": args.without, "with": args.with_}
     ended = {side: run_watch.scores(cell, [])[0] for side, cell in cells.items()}
+    frames = policy_actions.TrajectoryBatch.load(args.frames).obs[:2000] if policies else None
+    kwargs = json.loads(args.env_kwargs)
     records = []
     for name, run in runs.items():
         seed = int(name.removeprefix("seed"))
         rec: dict[str, Any] = {"run": name, "seed": seed, **at_iteration(Path(run), args.iteration)}
         if name in policies:
-            obs = policy_actions.TrajectoryBatch.load(args.frames).obs[:2000]
-            probs = policy_actions.action_probs(policies[name], args.env_id, obs, {})
+            probs = policy_actions.action_probs(policies[name], args.env_id, frames, kwargs)
             rec["frame_decides"] = policy_actions.summarize(probs)["mutual_information"]
         for side in ("without", "with"):
             score = ended[side].get(seed)
