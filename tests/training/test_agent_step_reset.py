@@ -81,6 +81,39 @@ def test_loop_resets_once_at_its_iteration() -> None:
     assert not _moved(_weights(a.agent), _weights(b.agent))
 
 
+def test_a_climbing_agent_is_spared_the_restart_and_a_stuck_one_is_not() -> None:
+    """agent_reset_standing: at the restart's iteration an agent whose watch/standing reaches
+    the bar keeps its policy (agent/reset_spared, said in the report); below the bar it restarts
+    as without one. The standing is the one logged that iteration, before the reward's fit."""
+    cfg = LoopConfig(total_steps=600, total_labels=6, iterations=3, initial_steps=100, fragment_length=10,
+                     agent_reset_at=0.5)  # fmt: skip
+    runs = {}
+    for bar in (-1e6, 1e6):  # every standing climbs / none does
+        loop = build(dataclasses.replace(cfg, agent_reset_standing=bar), algo="ppo", env_id="CartPole-v1")
+        loop.run()
+        runs[bar] = loop.state.history
+    spared, restarted = runs[-1e6], runs[1e6]
+    assert "watch/standing" in spared[2]  # measured at the restart's iteration, round(0.5 x 3)
+    assert [h["iteration"] for h in spared if h.get("agent/reset_spared")] == [2]
+    assert not any(h.get("agent/reset") for h in spared)
+    assert [h["iteration"] for h in restarted if h.get("agent/reset")] == [2]
+    assert not any(h.get("agent/reset_spared") for h in restarted)
+    line = summary(spared)
+    assert line["reset_spared"] == [[int(spared[2]["step"]), spared[2]["watch/standing"]]]
+    assert "kept its policy" in line["text"] and "restarted" not in line["text"]
+    assert "kept its policy" not in summary(restarted)["text"]
+
+
+def test_the_standing_bar_is_validated() -> None:
+    assert LoopConfig(agent_reset_at=0.5, agent_reset_standing=1.5).agent_reset_standing == 1.5
+    auto = LoopConfig(agent_reset_standing=1.5)  # the automatic restart: kept on images, moot elsewhere
+    assert resolve_agent_reset(auto, images=True).agent_reset_standing == 1.5
+    assert resolve_agent_reset(auto, images=False).agent_reset_standing is None
+    for at, bar in ((0.0, 1.5), (0.5, float("nan"))):  # no restart to spare; no bar
+        with pytest.raises(ValueError, match="agent_reset_standing"):
+            LoopConfig(agent_reset_at=at, agent_reset_standing=bar)
+
+
 def test_reset_trial_gives_the_replaced_policy_back_where_the_fresh_one_is_paid_less() -> None:
     """agent_reset_trial: the trial's iteration compares the fresh agent with the policy it
     replaced under the reward as it stands; paid less, the replaced policy's weights come back

@@ -18,8 +18,9 @@ from prefrl.storage.checkpoint import dumps, write_json
 from prefrl.teachers import Answers, SyntheticTeacher
 from prefrl.teachers.synthetic import TeacherConfig
 from prefrl.training.budget import query_allocation
-from prefrl.training.config import LoopConfig, decided_labels, tie_fraction
+from prefrl.training.config import LoopConfig
 from prefrl.training.labels import Labels
+from prefrl.training.ties import decided_labels, tie_fraction
 from tests.training.test_loop import build
 
 

@@ -35,9 +35,9 @@ from prefrl.seeding import stream_seed
 from prefrl.storage.checkpoint import config_hash, read_json, write_json
 from prefrl.teachers.spec import AnyTeacher, make_teacher
 from prefrl.training.callbacks import LoopCallback, ProgressBar
-from prefrl.training.config import TIE_HINT, TIE_WARN, tie_fraction
 from prefrl.training.evaluations import CorrelationWatch, PeriodicEvaluation, last_mean
 from prefrl.training.loop import PreferenceLoop
+from prefrl.training.ties import TIE_HINT, TIE_WARN, tie_fraction
 from prefrl.training.watch import summary as watch_summary
 
 

@@ -25,7 +25,7 @@ from prefrl.agents.rollout import Policy, collect_episodes
 from prefrl.data.fragments import Fragments, window_counts
 from prefrl.data.trajectories import TrajectoryBatch
 from prefrl.rewards.nets import RewardNet
-from prefrl.training.config import AUTO_END_CLIP_FRAC, TIE_WARN, LoopConfig
+from prefrl.training.config import AUTO_END_CLIP_FRAC, LoopConfig
 from prefrl.training.mixture import (
     EpisodeArchive,
     archive_pairs,
@@ -34,6 +34,7 @@ from prefrl.training.mixture import (
     older_share,
 )
 from prefrl.training.queries import candidate_pairs, choose_pairs
+from prefrl.training.ties import TIE_WARN
 
 AGAINST_OLDER_SHARE = 0.5
 """With ``watch_against_older``: the share of an iteration's queries (of those not taken by

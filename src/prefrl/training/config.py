@@ -26,19 +26,6 @@ head scaled down)."""
 EndValue = Literal["absorbing", "median", "mean"]  # what an episode end the agent is told is worth
 END_VALUES: tuple[EndValue, ...] = get_args(EndValue)
 
-TIE_WARN = 0.5
-"""Share of tied labels from which a run warns that little can be learned."""
-TIE_HINT = (
-    "A tie teaches the reward model nothing about which behaviour is better. Clips tie when "
-    "their returns are equal, e.g. under a reward that is the same at every step (CartPole's "
-    "+1) unless a clip reaches an episode's end, or under a sparse reward that no clip "
-    "reaches. While ties are the majority, half of each query's clips are drawn where episodes "
-    "end (--loop.end-clip-frac), and while every label is a tie the agent explores (state "
-    "entropy, --loop.tie-exploration). Also try longer clips (--loop.fragment-length), more exploration "
-    "(--loop.pretrain-steps, --loop.exploration-frac), or active selection "
-    "(--loop.active-selection) so that clips differ."
-)
-
 UNLABELLED_CLIPS = 512
 """Unlabelled clips drawn per reward update for semi-supervised pseudo-labels."""
 HELDOUT_PAIRS = 200
@@ -48,22 +35,6 @@ AUTO_END_CLIP_FRAC = 0.5
 """Share of query clips drawn at episode ends while most labels are ties (``end_clip_frac=None``):
 on Acrobot-v1 with 30 labels it turned a run whose every label was a tie (return -500) into
 one that learned (see docs/benchmarks/label-efficiency.md)."""
-
-
-def _ties(labels: np.ndarray) -> np.ndarray:
-    """``[A]`` bool per answered label of ``labels [B]`` (NaN: unanswered): is it a tie (0.5)?"""
-    return np.abs(labels[~np.isnan(labels)] - 0.5) < 1e-6
-
-
-def tie_fraction(labels: np.ndarray) -> float | None:
-    """Share of answered labels ``[B]`` that are ties (0.5); ``None`` when none is answered."""
-    ties = _ties(labels)
-    return float(ties.mean()) if len(ties) else None
-
-
-def decided_labels(labels: np.ndarray) -> int:
-    """How many of ``labels [B]`` prefer one clip (neither unanswered nor a tie)."""
-    return int((~_ties(labels)).sum())
 
 
 @dataclass(frozen=True)
@@ -230,6 +201,13 @@ class LoopConfig:
     fresh agent where the restart saved runs (the moving dot, Acrobot-v1's stuck seed) and gave
     Acrobot's good seeds their policy back, but LunarLander-v3 seeds whose old policy came back
     still ended below the same seeds without a restart. None: the restart stands."""
+    agent_reset_standing: OptFloat = None
+    """With agent_reset_at: restart only an agent that its reward does not yet pay beyond what its
+    labels preferred: where watch/standing at the restart's iteration (the agent's newest steps
+    between the steps of the clips its labels rejected, 0, and those they preferred, 1, under the
+    reward before that iteration's fit) is below this. An agent paid above it is climbing and
+    keeps its policy (logged as agent/reset_spared; the report says where). None: the restart
+    comes whatever the agent does. See docs/benchmarks/moving-dot.md."""
     tie_probe: int = 5
     """While every label so far is a tie (or none is in yet), an iteration's queries start with
     this many: the rest are asked only if one of those answers prefers a clip, and otherwise go
@@ -427,6 +405,13 @@ class LoopConfig:
             raise ValueError(
                 f"unknown agent_reset_layers {self.agent_reset_layers!r}; choose from {list(RESET_LAYERS)}"
             )
+        maybe = restart or self.agent_reset_at is None  # None: the automatic restart on images
+        if self.agent_reset_standing is not None and not (maybe and np.isfinite(self.agent_reset_standing)):
+            raise ValueError(
+                f"agent_reset_standing={self.agent_reset_standing} spares a climbing agent the restart of "
+                "agent_reset_at: it needs a restart (agent_reset_at unset or above 0) and a finite standing "
+                "(1: the preferred clips' level)"
+            )
         if self.agent_reset_layers is not None and not restart:
             raise ValueError(
                 f"agent_reset_layers={self.agent_reset_layers} says what the restart of agent_reset_at "
@@ -572,9 +557,11 @@ def resolve_agent_reset(config: LoopConfig, images: bool) -> LoopConfig:
     left to decide."""
     if config.agent_reset_at is None:
         layers: OptResetLayers = "soft" if images else None
+        bar = config.agent_reset_standing if images else None  # no restart: nothing to spare
         return dataclasses.replace(
-            config, agent_reset_at=IMAGE_RESET_AT if images else 0.0, agent_reset_layers=layers
-        )
+            config, agent_reset_at=IMAGE_RESET_AT if images else 0.0, agent_reset_layers=layers,
+            agent_reset_standing=bar,
+        )  # fmt: skip
     if config.agent_reset_at > 0 and config.agent_reset_layers is None:
         return dataclasses.replace(config, agent_reset_layers="all")
     return config

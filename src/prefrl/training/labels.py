@@ -23,8 +23,9 @@ from prefrl.storage.checkpoint import CheckpointDir
 from prefrl.teachers import Answers, AsyncTeacher, SyntheticTeacher, Teacher
 from prefrl.teachers.spec import is_async
 from prefrl.training.budget import LabelBudget
-from prefrl.training.config import TIE_HINT, TIE_WARN, LoopConfig, decided_labels, tie_fraction
+from prefrl.training.config import LoopConfig
 from prefrl.training.progress import StatusLine
+from prefrl.training.ties import TIE_HINT, TIE_WARN, decided_labels, tie_fraction
 
 
 class LabelsState(TypedDict):

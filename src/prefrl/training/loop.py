@@ -293,7 +293,9 @@ class PreferenceLoop:
             m["agent/tie_exploration"] = float(
                 self.signal is not None and self.signal.explore_on_ties(all_ties or stuck)
             )
-            if i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
+            if i == self.config.reset_iteration and self._climbing(m):  # agent_reset_standing
+                m["agent/reset_spared"] = 1.0
+            elif i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
                 m["agent/reset_from"] = float(self.env_steps)  # the replaced policy's copy
                 self.agent_step.reset(
                     stream_seed(self.config.seed, "agent_reset"), self.config.agent_reset_layers or "all"
@@ -313,6 +315,12 @@ class PreferenceLoop:
                 m["agent/floor"] = floor_scale
         m["env_steps"] = float(self.env_steps)
         return m
+
+    def _climbing(self, m: dict[str, float]) -> bool:
+        """Whether ``agent_reset_standing`` spares the agent its restart: this iteration's
+        ``watch/standing`` in ``m`` is at or above the bar (never without a bar or a standing)."""
+        bar = self.config.agent_reset_standing
+        return bar is not None and m.get("watch/standing", -np.inf) >= bar
 
     def _floor_scale(self) -> float:
         """How much of the agent's entropy floor acts this iteration (``floor_schedule``,
@@ -343,7 +351,7 @@ class PreferenceLoop:
         if i != self.config.reset_trial_iteration or self.restore is None:
             return {}
         replaced = [h["agent/reset_from"] for h in self.progress.history if "agent/reset_from" in h]
-        if not replaced:  # a run from before agent/reset_from was logged
+        if not replaced:  # spared (agent_reset_standing), or a run from before agent/reset_from was logged
             return {}
         lead = self.restore.newest_over(int(replaced[-1]))
         out = {"agent/reset_trial": lead}

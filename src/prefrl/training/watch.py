@@ -214,6 +214,8 @@ class WatchSummary(TypedDict):
     (``tie_exploration_stuck``: the newest labels ties, ``watch/standing`` below 0.5)."""
     reset: list[int]
     """Environment steps where the agent restarted (``agent_reset_at``)."""
+    reset_spared: list[list[float]]
+    """``[[step, standing]]`` where ``agent_reset_standing`` spared a climbing agent its restart."""
     reset_trial: list[list[float]]
     """``[[step, lead, undone]]`` where a restart's trial ended (``agent_reset_trial``): the fresh
     agent's lead over the policy it replaced, in standard errors, and 1 where that policy came
@@ -245,6 +247,11 @@ def summary(history: Sequence[Mapping[str, float]]) -> WatchSummary:
         ],
         stuck=[int(h["step"]) for h in history if h.get("agent/stuck_exploration")],
         reset=[int(h["step"]) for h in history if h.get("agent/reset")],
+        reset_spared=[
+            [int(h["step"]), float(h.get("watch/standing", float("nan")))]
+            for h in history
+            if h.get("agent/reset_spared")
+        ],
         reset_trial=[
             [int(h["step"]), float(h["agent/reset_trial"]), float(h.get("agent/reset_undone", 0.0))]
             for h in history
@@ -296,6 +303,12 @@ def describe(s: WatchSummary) -> str:
         parts.append(
             f"the agent restarted at step {s['reset'][0]:,} (--loop.agent-reset-at; on images by "
             "default, a soft restart: its value head redrawn, its action head flattened)"
+        )
+    if s.get("reset_spared"):
+        step, standing = s["reset_spared"][0]
+        parts.append(
+            f"the agent kept its policy at step {int(step):,}: the reward paid it {standing:.1f} of the way "
+            "from the rejected to the preferred clips, so it was climbing (--loop.agent-reset-standing)"
         )
     if s.get("reset_trial"):
         step, lead, undone = s["reset_trial"][0]
