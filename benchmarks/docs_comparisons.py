@@ -161,6 +161,7 @@ HEADS_TRIAL01 = "dot-heads-trial-2026-12-01/"  # both heads redrawn half-way on 
 SOFT01 = "soft-reset-2026-12-01/"  # the soft restart half-way: the value head redrawn, the action head scaled
 SOFT_ON = "-agent_reset_at=0.5-agent_reset_layers=soft"  # its options
 SOFT02 = "soft-default-2026-12-02/"  # the soft restart as today's default on images, nothing named
+STANDING02 = "standing-2026-12-02/"  # the restart that spares a climbing agent (agent_reset_standing)
 
 STATE_PPO_ROWS: tuple[tuple[str, Cell, str], ...] = (
     ("CartPole-v1, 10 labels, 50,000 steps", TRIAL01 + CART10, CART10),
@@ -691,9 +692,12 @@ COMPARISONS: dict[str, Comparison] = {
             "no restart (the default until 2026-12-02)",
             "restarted half-way, the heads only "
             "(`--loop agent_reset_at=0.5 --loop agent_reset_layers=heads`)",
-            "the soft restart half-way, 2026-12-02 on the third machine's kind (today's default)",
+            "the soft restart half-way, 2026-12-02 on the third machine's kind (today's default; seeds 3 "
+            "and 4 two sessions later, the same kind)",
             "no restart (`--loop agent_reset_at=0`): seeds 0 and 1 on the same machine's kind and day, "
             "seed 2 on an AVX2 machine (family 25 model 1), the next session",
+            "the soft restart that spares a climbing agent (`--loop agent_reset_standing=1.5`), seeds 2 "
+            "and 3 on the third machine's kind: both spared, so each ran as without a restart",
         ),
         (
             (
@@ -704,6 +708,7 @@ COMPARISONS: dict[str, Comparison] = {
                     DOT32_29 + RESET_ON + HEADS_ON + KW32 + "-fragment_length=10",
                     SOFT02 + DOT32 + KW32 + "-fragment_length=10",
                     SOFT02 + DOT32 + "-agent_reset_at=0" + KW32 + "-fragment_length=10",
+                    STANDING02 + DOT32 + "-agent_reset_standing=1.5" + KW32 + "-fragment_length=10",
                 ),
             ),
         ),

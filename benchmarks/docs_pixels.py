@@ -366,25 +366,50 @@ def policy_actions(res: Results) -> str:
     return markdown_table(head, rows)
 
 
-def restart_signals(res: Results) -> str:
+STANDING_BAR = 1.5
+"""``--loop.agent-reset-standing`` of the restart-signals table's last columns (the default's)."""
+
+
+def restart_signals(res: Results, folder: str = "restart-signals") -> str:
     """What the loop's label-free signals showed where the agent's restart comes, beside how each
-    seed ended without and with it (``restart_signals.py``, files under ``restart-signals/``)."""
+    seed ended without and with it (``restart_signals.py``, files under ``folder``), and
+    with the restart that spares an agent standing at :data:`STANDING_BAR` or above: measured
+    where the seed ran so (``score_gated``), else the side the bar picks (the runs are the same up
+    to the restart). Each file ends with a row of the medians."""
 
     def f(x: float | None, digits: int = 2) -> str:
         return "–" if x is None else f"{x:.{digits}f}"
 
     rows = []
-    for path in sorted((res.root / "restart-signals").glob("*.json")):
+    for path in sorted((res.root / folder).glob("*.json")):
         data = json.loads(path.read_text())
+        sides: dict[str, list[float]] = {"without": [], "with": [], "gated": []}
         for r in data["records"]:
+            spared = r["standing"] is not None and r["standing"] >= STANDING_BAR
+            gated = r.get("score_gated")
+            gated_text = f"{f(gated)} (run)" if gated is not None else "–"
+            if gated is None:
+                gated = r["score_without"] if spared else r["score_with"]
+                gated_text = (
+                    f"{f(gated)} (as {'without' if spared else 'with'})" if gated is not None else "–"
+                )
+            for side, x in (("without", r["score_without"]), ("with", r["score_with"]), ("gated", gated)):
+                if x is not None:
+                    sides[side].append(x)
             rows.append([f"{path.stem}, seed {r['seed']}, iteration {data['iteration']}",
                          f(r["true_return"], 1), f(r["climb"], 1), f(r["learned_gain"]), f(r["standing"]),
                          f(r["agreement"]), f(r["fresh_accuracy"]), f(r["entropy"]),
-                         f(r.get("frame_decides")), f(r["score_without"]), f(r["score_with"])])  # fmt: skip
+                         f(r.get("frame_decides")), f(r["score_without"]), f(r["score_with"]),
+                         "yes" if spared else "no", gated_text])  # fmt: skip
+        med = {k: f"**{statistics.median(v):.2f}** ({len(v)})" if v else "–" for k, v in sides.items()}
+        rows.append(
+            [f"{path.stem}: median (seeds)", *[""] * 8, med["without"], med["with"], "", med["gated"]]
+        )
     head = ["run", "true return of its newest episodes (truth)", "`watch/climb` (standard errors)",
             "`watch/learned_gain`", "`watch/standing`", "`watch/agreement`", "`reward/fresh_accuracy`",
             "policy entropy (nats)", "what the frame decides (nats)",
-            "the committed run of the seed ended, without the restart", "with it"]  # fmt: skip
+            "the committed run of the seed ended, without the restart", "with it",
+            f"spared at `--loop.agent-reset-standing {STANDING_BAR}`", "with that bar"]  # fmt: skip
     return markdown_table(head, rows)
 
 
@@ -518,6 +543,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "frozen-starts": frozen_starts,
     "policy-actions": policy_actions,
     "restart-signals": restart_signals,
+    "restart-standing": lambda res: restart_signals(res, "restart-standing"),
     "policies": policies,
     "policies-walker": lambda res: policies(res, "walker"),
     "policies-rune-walker": lambda res: policies(res, "rune-walker"),

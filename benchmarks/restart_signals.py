@@ -17,6 +17,8 @@ restart acts on). ``--policy`` adds how much that policy's action depends on the
 ``--frames`` (``policy_actions.py``: the entropy of its mean action minus its mean entropy).
 ``--without`` and ``--with`` are ``label_efficiency.py`` cells of finished runs of the same seeds
 without and with the restart; each seed's normalised score in both is kept (``run_watch.scores``).
+``--gated`` adds a cell of runs with the restart that spares a climbing agent
+(``--loop agent_reset_standing=B``): where a seed ran there, its score is kept as measured.
 """
 
 from __future__ import annotations
@@ -85,12 +87,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", default=None, help="a trajectory file (.npz) whose frames the policies read")
     ap.add_argument("--without", type=Path, required=True, help="a cell without the restart")
     ap.add_argument("--with", dest="with_", type=Path, required=True, help="the same cell with it")
+    ap.add_argument(
+        "--gated",
+        type=Path,
+        default=None,
+        help="the same cell with the restart that spares a climbing agent (optional)",
+    )
     ap.add_argument("--out", type=Path, required=True, help="the result file (JSON)")
     args = ap.parse_args(argv)
     runs, policies = _named(args.run, "--run"), _named(args.policy, "--policy")
     if policies and (args.env_id is None or args.frames is None):
         raise SystemExit("--policy needs --env.id and --frames")
     cells = {"without": args.without, "with": args.with_}
+    if args.gated is not None:
+        cells["gated"] = args.gated
     ended = {side: run_watch.scores(cell, [])[0] for side, cell in cells.items()}
     frames = policy_actions.TrajectoryBatch.load(args.frames).obs[:2000] if policies else None
     kwargs = json.loads(args.env_kwargs)
@@ -101,13 +111,13 @@ def main(argv: list[str] | None = None) -> int:
         if name in policies:
             probs = policy_actions.action_probs(policies[name], args.env_id, frames, kwargs)
             rec["frame_decides"] = policy_actions.summarize(probs)["mutual_information"]
-        for side in ("without", "with"):
+        for side in cells:
             score = ended[side].get(seed)
             rec[f"score_{side}"] = None if score is None else round(score, 4)
         print(json.dumps(rec))
         records.append(rec)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    out = {"iteration": args.iteration, "without": str(args.without), "with": str(args.with_)}
+    out = {"iteration": args.iteration, **{side: str(cell) for side, cell in cells.items()}}
     out["records"] = records
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     return 0
