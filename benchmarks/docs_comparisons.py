@@ -695,7 +695,8 @@ COMPARISONS: dict[str, Comparison] = {
             "the soft restart half-way, 2026-12-02 on the third machine's kind (today's default; seeds 3 "
             "and 4 two sessions later, the same kind)",
             "no restart (`--loop agent_reset_at=0`): seeds 0 and 1 on the same machine's kind and day, "
-            "seed 2 on an AVX2 machine (family 25 model 1), the next session",
+            "seed 2 on an AVX2 machine (family 25 model 1), the next session, seed 4 two sessions later "
+            "on the third machine's kind",
             "the soft restart that spares a climbing agent (`--loop agent_reset_standing=1.5`), seeds 2 "
             "and 3 on the third machine's kind: both spared, so each ran as without a restart",
         ),
