@@ -293,14 +293,15 @@ class PreferenceLoop:
             m["agent/tie_exploration"] = float(
                 self.signal is not None and self.signal.explore_on_ties(all_ties or stuck)
             )
-            if i == self.config.reset_iteration and self._climbing(m):  # agent_reset_standing
-                m["agent/reset_spared"] = 1.0
-            elif i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
-                m["agent/reset_from"] = float(self.env_steps)  # the replaced policy's copy
-                self.agent_step.reset(
-                    stream_seed(self.config.seed, "agent_reset"), self.config.agent_reset_layers or "all"
-                )
-                m["agent/reset"] = 1.0
+            if i == self.config.reset_iteration:  # agent_reset_at: the primacy bias
+                if self._climbing(m):  # agent_reset_standing: it keeps its policy
+                    m["agent/reset_spared"] = 1.0
+                else:
+                    m["agent/reset_from"] = float(self.env_steps)  # the replaced policy's copy
+                    self.agent_step.reset(
+                        stream_seed(self.config.seed, "agent_reset"), self.config.agent_reset_layers or "all"
+                    )
+                    m["agent/reset"] = 1.0
             m.update(self._reset_trial(i))
             t0 = time.perf_counter()
             floor_scale = self._floor_scale()
