@@ -386,13 +386,13 @@ def restart_signals(res: Results, folder: str = "restart-signals") -> str:
         sides: dict[str, list[float]] = {"without": [], "with": [], "gated": []}
         for r in data["records"]:
             spared = r["standing"] is not None and r["standing"] >= STANDING_BAR
-            gated = r.get("score_gated")
-            gated_text = f"{f(gated)} (run)" if gated is not None else "–"
-            if gated is None:
-                gated = r["score_without"] if spared else r["score_with"]
-                gated_text = (
-                    f"{f(gated)} (as {'without' if spared else 'with'})" if gated is not None else "–"
-                )
+            repeats = "without" if spared else "with"  # the committed run a gated one repeats
+            gated, where = (
+                (r["score_gated"], "run")
+                if r.get("score_gated") is not None
+                else (r[f"score_{repeats}"], f"as {repeats}")
+            )
+            gated_text = "–" if gated is None else f"{f(gated)} ({where})"
             for side, x in (("without", r["score_without"]), ("with", r["score_with"]), ("gated", gated)):
                 if x is not None:
                     sides[side].append(x)
