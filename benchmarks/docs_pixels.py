@@ -351,6 +351,26 @@ def frozen_starts(res: Results) -> str:
     return markdown_table(head, rows)
 
 
+def frozen_finals(res: Results) -> str:
+    """Fresh agents on a finished label-efficiency run's final reward, held still, for the run's
+    own steps (``prefrl train --config RUN/config.json --reward-from RUN --eval-interval N``,
+    files under ``frozen-finals/``, each naming its run's combined ``cell`` result and ``seed``):
+    the true return at every evaluation and the final policy's, normalised on the cell's scale
+    (its random and mean true-reward returns) beside the run's own score."""
+    rows = []
+    for path in sorted((res.root / "frozen-finals").glob("*.json")):
+        r = json.loads(path.read_text())
+        cell = json.loads((res.root / r["cell"]).read_text())
+        lo, hi = cell["random_return"], cell["oracle_return"]
+        own = cell["scores"][cell["seeds"].index(r["seed"])]
+        curve = ", ".join(f"{v:.0f}" for _, v in r["evaluations"][:-1])  # the last: the final policy
+        rows.append([r["reward"], f"{r['env_steps']:,}", curve, f"{r['true_return']:.1f}",
+                     f"**{(r['true_return'] - lo) / (hi - lo):.2f}**", f"{own:.2f}"])  # fmt: skip
+    head = ["frozen reward", "steps", "true return at each evaluation", "final policy",
+            "normalised", "the run's own agent (normalised)"]  # fmt: skip
+    return markdown_table(head, rows)
+
+
 def policy_actions(res: Results) -> str:
     """How saved policies spread their actions over the same frames (``policy_actions.py``, files
     under ``policy-actions/``): each policy's mean probability per action, its mean entropy per
@@ -541,6 +561,7 @@ TABLES: dict[str, Callable[[Any], str]] = {
     "refit-events": refit_events,
     "frozen": frozen,
     "frozen-starts": frozen_starts,
+    "frozen-finals": frozen_finals,
     "policy-actions": policy_actions,
     "restart-signals": restart_signals,
     "restart-standing": lambda res: restart_signals(res, "restart-standing"),
